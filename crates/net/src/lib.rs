@@ -1,0 +1,1 @@
+//! Sockets: UDP with batched syscalls, TCP per RFC 7766.
