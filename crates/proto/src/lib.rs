@@ -19,6 +19,8 @@ pub mod name;
 pub mod opcode;
 pub mod presentation;
 pub mod rcode;
+pub mod rdata;
+pub mod record;
 pub mod rtype;
 pub mod wire;
 
@@ -26,4 +28,6 @@ pub use class::Class;
 pub use name::{Name, NameError};
 pub use opcode::Opcode;
 pub use rcode::Rcode;
+pub use rdata::Rdata;
+pub use record::Record;
 pub use rtype::Rtype;
