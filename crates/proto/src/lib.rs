@@ -15,6 +15,7 @@
 )]
 
 pub mod class;
+pub mod message;
 pub mod name;
 pub mod opcode;
 pub mod presentation;
@@ -25,6 +26,7 @@ pub mod rtype;
 pub mod wire;
 
 pub use class::Class;
+pub use message::{MessageBuilder, MessageView};
 pub use name::{Name, NameError};
 pub use opcode::Opcode;
 pub use rcode::Rcode;

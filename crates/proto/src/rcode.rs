@@ -44,12 +44,13 @@ impl Rcode {
 
     /// The 4 bits that go in the header.
     pub const fn header_bits(self) -> u8 {
-        (self.0 & 0x0f) as u8
+        self.0.to_be_bytes()[1] & 0x0f
     }
 
     /// The 8 bits that go in the OPT record's extended-rcode field.
     pub const fn extended_bits(self) -> u8 {
-        (self.0 >> 4) as u8
+        // 12-bit value: bits 4..12 fit in a byte.
+        (self.0 >> 4).to_be_bytes()[1]
     }
 
     /// Whether the rcode needs an OPT record to be expressed.
