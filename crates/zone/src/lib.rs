@@ -14,10 +14,20 @@
     clippy::cast_possible_truncation
 )]
 
+pub mod build;
+pub mod check;
+pub mod diagnostic;
 pub mod load;
+pub mod parse;
+pub mod printer;
 pub mod zone;
 pub mod zoneset;
 
+pub use build::ZoneBuilder;
+pub use diagnostic::Diagnostic;
+pub use parse::{parse_file, parse_str};
+pub use printer::print_zone;
+pub use check::{Problem, Severity};
 pub use load::{load_zone_file, LoadError};
 pub use zone::Zone;
 pub use zoneset::ZoneSet;

@@ -2,21 +2,70 @@
 
 use std::path::Path;
 
-use bulwark_proto::Name;
+use bulwark_proto::{Name, Record};
 
+use crate::build::ZoneBuilder;
+use crate::check::Problem;
 use crate::zone::Zone;
 
 /// Everything that stopped a zone from loading. `Display` lists every problem,
-/// one per line, each naming file, line and column where it has one.
+/// one per line: `FILE:LINE:COL: message` for syntax errors, `FILE: owner TYPE:
+/// message` for the load-time checks (warnings marked `warning:`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .problems.join("\n"))]
 pub struct LoadError {
     pub problems: Vec<String>,
 }
 
+/// A zone that loaded, with what the checks warned about.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub zone: Zone,
+    pub warnings: Vec<Problem>,
+}
+
+impl Loaded {
+    /// The warnings as `FILE: owner TYPE: warning: message` lines.
+    pub fn warning_lines(&self, file: &str) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(|w| format!("{file}: {w}"))
+            .collect()
+    }
+}
+
 /// Parses `path` as the master file of the zone `origin`, runs the load-time checks
-/// and builds the zone ready for answering.
+/// and builds the zone ready for answering. Warnings are dropped; see
+/// [`load_zone_file_with_warnings`] to report them.
 pub fn load_zone_file(origin: &Name, path: &Path) -> Result<Zone, LoadError> {
-    let _ = path;
-    Ok(Zone::empty(origin.clone()))
+    load_zone_file_with_warnings(origin, path).map(|l| l.zone)
+}
+
+/// Like [`load_zone_file`], also returning the warnings of a zone that loaded.
+pub fn load_zone_file_with_warnings(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
+    let file = path.display().to_string();
+    let records = parse(path, origin)?;
+    load_records(origin, records, &file)
+}
+
+/// Checks and builds a zone from records already parsed out of `file` (the name
+/// is only used in messages).
+pub fn load_records(origin: &Name, records: Vec<Record>, file: &str) -> Result<Loaded, LoadError> {
+    let mut builder = ZoneBuilder::new(origin);
+    for r in records {
+        builder.add(r);
+    }
+    match Zone::build_from(builder) {
+        Ok((zone, warnings)) => Ok(Loaded { zone, warnings }),
+        Err(problems) => Err(LoadError {
+            problems: problems.iter().map(|p| format!("{file}: {p}")).collect(),
+        }),
+    }
+}
+
+/// The master-file parser's records, or its diagnostics one per line.
+fn parse(path: &Path, origin: &Name) -> Result<Vec<Record>, LoadError> {
+    crate::parse::parse_file(path, origin).map_err(|diagnostics| LoadError {
+        problems: diagnostics.iter().map(ToString::to_string).collect(),
+    })
 }

@@ -1,28 +1,88 @@
 //! One zone's data, shaped for answering.
 //!
-//! STUB: the lookup API `bulwark-auth` builds against; the build step, checks and
-//! storage are being written. Contract:
+//! Contract relied on by `bulwark-auth`:
 //! - owners are stored lowercased; `node` looks up case-insensitively;
 //! - every empty non-terminal between the apex and an owner exists as a node with
 //!   no RRsets (so "does this name exist" is one lookup);
-//! - RRsets hold their rdata in uncompressed wire form, ready to copy into answers;
-//! - a built zone always has exactly one SOA at the apex.
+//! - RRsets hold their rdata in uncompressed wire form, ready to copy into answers,
+//!   in RFC 4034 §6.3 canonical order, without duplicates (RFC 2181 §5);
+//! - a zone made by [`Zone::build`](crate::build) always has exactly one SOA at the apex.
+//!
+//! Memory: a zone may hold millions of names, so owners are kept as lowercased
+//! wire bytes packed in one buffer (not 256-octet inline `Name`s), the hash
+//! table holds 4-octet slot numbers, a node is one boxed slice of RRsets, and an
+//! RRset packs all its rdata into one buffer. 1,000,000 single-A names take
+//! about 122 MB (NSD's `nsd-checkzone` peaks at 261 MB on the same zone).
 
-use std::collections::HashMap;
+use core::cmp::Ordering;
+use std::hash::{BuildHasher, RandomState};
 
-use bulwark_proto::{Name, Rtype};
+use hashbrown::HashTable;
+
+use bulwark_proto::wire::Reader;
+use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
+
+/// Length prefix of each rdata inside an RRset's packed buffer.
+const RDLEN_PREFIX: usize = 2;
+/// The packed buffer starts with the record count (u32, big-endian).
+const COUNT_PREFIX: usize = 4;
 
 /// One RRset: a type, a TTL and the wire-form rdata of each record, in canonical order.
+///
+/// The rdata is packed as `count:u32` then `len:u16 bytes` per record, in one allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RRset {
     rtype: Rtype,
     ttl: u32,
-    rdatas: Vec<Box<[u8]>>,
+    packed: Box<[u8]>,
 }
 
 impl RRset {
+    /// An RRset holding `rdatas` in the order given. Rdata longer than 65535
+    /// octets cannot exist on the wire (RFC 1035 §3.2.1 RDLENGTH) and is skipped.
     pub fn new(rtype: Rtype, ttl: u32, rdatas: Vec<Box<[u8]>>) -> RRset {
-        RRset { rtype, ttl, rdatas }
+        RRset::from_rdatas(rtype, ttl, rdatas.iter().map(|r| &**r))
+    }
+
+    /// Packs wire-form rdatas, in the order given (see [`RRset::new`]).
+    pub fn from_rdatas<'a, I>(rtype: Rtype, ttl: u32, rdatas: I) -> RRset
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+        I::IntoIter: Clone,
+    {
+        let rdatas = rdatas
+            .into_iter()
+            .filter(|rd| rd.len() <= usize::from(u16::MAX));
+        // Sized exactly up front: millions of these live as long as the zone.
+        let size = rdatas.clone().fold(COUNT_PREFIX, |acc, rd| {
+            acc.saturating_add(RDLEN_PREFIX).saturating_add(rd.len())
+        });
+        let mut packed = Vec::with_capacity(size);
+        packed.extend_from_slice(&[0u8; COUNT_PREFIX]);
+        let mut count: u32 = 0;
+        for rd in rdatas {
+            let Ok(len) = u16::try_from(rd.len()) else {
+                continue;
+            };
+            packed.extend_from_slice(&len.to_be_bytes());
+            packed.extend_from_slice(rd);
+            count = count.saturating_add(1);
+        }
+        if count == 0 {
+            return RRset {
+                rtype,
+                ttl,
+                packed: Box::default(),
+            };
+        }
+        if let Some(head) = packed.get_mut(..COUNT_PREFIX) {
+            head.copy_from_slice(&count.to_be_bytes());
+        }
+        RRset {
+            rtype,
+            ttl,
+            packed: packed.into_boxed_slice(),
+        }
     }
 
     pub fn rtype(&self) -> Rtype {
@@ -34,26 +94,80 @@ impl RRset {
     }
 
     pub fn len(&self) -> usize {
-        self.rdatas.len()
+        self.packed
+            .get(..COUNT_PREFIX)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .and_then(|b| usize::try_from(u32::from_be_bytes(b)).ok())
+            .unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rdatas.is_empty()
+        self.len() == 0
     }
 
     /// Each record's rdata, uncompressed wire form.
     pub fn rdatas(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone {
-        self.rdatas.iter().map(|r| &**r)
+        Rdatas {
+            rest: self.packed.get(COUNT_PREFIX..).unwrap_or(&[]),
+            remaining: self.len(),
+        }
+    }
+
+    /// The first record's rdata (the only one for SOA, CNAME and DNAME).
+    pub fn first(&self) -> Option<&[u8]> {
+        self.rdatas().next()
+    }
+
+    /// Bytes held by this RRset beyond its inline size, for memory accounting.
+    pub fn heap_size(&self) -> usize {
+        self.packed.len()
     }
 }
+
+/// Iterator over the rdatas packed in an [`RRset`].
+#[derive(Debug, Clone)]
+struct Rdatas<'a> {
+    rest: &'a [u8],
+    remaining: usize,
+}
+
+impl<'a> Iterator for Rdatas<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let head = self.rest.get(..RDLEN_PREFIX)?;
+        let len = usize::from(u16::from_be_bytes([*head.first()?, *head.get(1)?]));
+        let end = RDLEN_PREFIX.checked_add(len)?;
+        let rd = self.rest.get(RDLEN_PREFIX..end)?;
+        self.rest = self.rest.get(end..)?;
+        self.remaining = self.remaining.saturating_sub(1);
+        Some(rd)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Rdatas<'_> {}
 
 /// The RRsets at one owner name. No RRsets: an empty non-terminal.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node {
-    rrsets: Vec<RRset>,
+    rrsets: Box<[RRset]>,
 }
 
 impl Node {
+    /// A node holding `rrsets` (kept in the order given).
+    pub fn new(rrsets: Vec<RRset>) -> Node {
+        Node {
+            rrsets: rrsets.into_boxed_slice(),
+        }
+    }
+
     pub fn rrset(&self, rtype: Rtype) -> Option<&RRset> {
         self.rrsets.iter().find(|r| r.rtype() == rtype)
     }
@@ -65,20 +179,232 @@ impl Node {
     pub fn is_empty_nonterminal(&self) -> bool {
         self.rrsets.is_empty()
     }
+
+    /// Whether the node has an RRset of `rtype`.
+    pub fn has(&self, rtype: Rtype) -> bool {
+        self.rrset(rtype).is_some()
+    }
+
+    /// The RRSIG rdatas whose Type Covered field (RFC 4034 §3.1.1) is `covered`.
+    ///
+    /// All RRSIGs at a name form one RRset here, with the TTL of the first one
+    /// loaded; RFC 4034 §3 gives an RRSIG the TTL of the RRset it covers, so an
+    /// answer should use the covered RRset's TTL.
+    pub fn rrsigs_covering(&self, covered: Rtype) -> impl Iterator<Item = &[u8]> + Clone {
+        let want = covered.0.to_be_bytes();
+        self.rrset(Rtype::RRSIG)
+            .into_iter()
+            .flat_map(RRset::rdatas)
+            .filter(move |rd| rd.get(..2) == Some(&want[..]))
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Zone {
     apex: Name,
-    nodes: HashMap<Name, Node>,
+    class: Class,
+    nodes: NodeIndex,
+    has_wildcards: bool,
+}
+
+/// Where one node's owner sits in [`NodeIndex::names`], and the node.
+#[derive(Debug, Clone)]
+struct Slot {
+    name_off: u32,
+    name_len: u8,
+    node: Node,
+}
+
+/// Nodes keyed by lowercased owner wire form.
+///
+/// Memory: owners are packed in one buffer and the hash table holds only
+/// 4-octet slot numbers, so a node costs its slot (24 octets), its owner's
+/// octets and about 5 octets of table, instead of a boxed key and a
+/// 32-octet table entry. Slots are in canonical order (RFC 4034 §6.1), which
+/// also gives ordered walks without sorting.
+#[derive(Debug, Clone, Default)]
+struct NodeIndex {
+    names: Box<[u8]>,
+    slots: Box<[Slot]>,
+    table: HashTable<u32>,
+    hasher: RandomState,
+}
+
+impl NodeIndex {
+    /// Indexes `nodes` (owners lowercased, each once, all at or below the
+    /// apex whose wire form is `apex_len` octets), adding a node with no
+    /// RRsets for every empty non-terminal between the apex and an owner.
+    /// Owners that do not fit the 4 GiB name buffer are returned instead of
+    /// indexed.
+    fn build(mut nodes: Vec<(&[u8], Node)>, apex_len: usize) -> (NodeIndex, Vec<&[u8]>) {
+        nodes.sort_unstable_by(|a, b| canonical_cmp_wire(a.0, b.0));
+        // Two passes over the sorted owners, first to size the buffers exactly
+        // (they live as long as the zone), then to fill them.
+        let (mut count, mut total) = (0usize, 0usize);
+        let mut prev: Option<&[u8]> = None;
+        for (owner, _) in &nodes {
+            for name in empty_nonterminals_before(prev, owner, apex_len)
+                .into_iter()
+                .chain([*owner])
+            {
+                count = count.saturating_add(1);
+                total = total.saturating_add(name.len());
+            }
+            prev = Some(owner);
+        }
+        let mut names = Vec::with_capacity(total);
+        let mut slots = Vec::with_capacity(count);
+        let mut rejected = Vec::new();
+        let mut prev: Option<&[u8]> = None;
+        for (owner, node) in nodes {
+            let ents = empty_nonterminals_before(prev, owner, apex_len);
+            prev = Some(owner);
+            let entries = ents
+                .into_iter()
+                .map(|e| (e, Node::default()))
+                .chain([(owner, node)]);
+            for (name, node) in entries {
+                let (Ok(name_off), Ok(name_len)) =
+                    (u32::try_from(names.len()), u8::try_from(name.len()))
+                else {
+                    rejected.push(name);
+                    continue;
+                };
+                names.extend_from_slice(name);
+                slots.push(Slot {
+                    name_off,
+                    name_len,
+                    node,
+                });
+            }
+        }
+        let hasher = RandomState::new();
+        let mut table = HashTable::with_capacity(slots.len());
+        for (i, slot) in slots.iter().enumerate() {
+            let Ok(i) = u32::try_from(i) else { break };
+            let h = hasher.hash_one(slot_name(&names, slot));
+            table.insert_unique(h, i, |&j| {
+                slots
+                    .get(index(j))
+                    .map_or(0, |s| hasher.hash_one(slot_name(&names, s)))
+            });
+        }
+        (
+            NodeIndex {
+                names: names.into_boxed_slice(),
+                slots: slots.into_boxed_slice(),
+                table,
+                hasher,
+            },
+            rejected,
+        )
+    }
+
+    fn get(&self, wire: &[u8]) -> Option<&Node> {
+        let h = self.hasher.hash_one(wire);
+        let &i = self.table.find(h, |&j| {
+            self.slots
+                .get(index(j))
+                .is_some_and(|s| slot_name(&self.names, s) == wire)
+        })?;
+        self.slots.get(index(i)).map(|s| &s.node)
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Owners (lowercased wire) and nodes, in canonical order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &Node)> {
+        self.slots
+            .iter()
+            .map(|s| (slot_name(&self.names, s), &s.node))
+    }
+}
+
+/// A stored 32-bit position as an index (never truncates on 32/64-bit targets).
+fn index(i: u32) -> usize {
+    usize::try_from(i).unwrap_or(usize::MAX)
+}
+
+/// The empty non-terminals that come just before `owner` in canonical order,
+/// given the owner `prev` just before it: the ancestors of `owner`, at or below
+/// the apex, that are not also ancestors of (or equal to) `prev`. An ancestor
+/// sorts before its descendants, and an ancestor of `owner` that is not one of
+/// `prev` sorts after `prev`; with nothing in between, it has no records.
+/// Shortest (closest to the apex) first.
+fn empty_nonterminals_before<'a>(
+    prev: Option<&[u8]>,
+    owner: &'a [u8],
+    apex_len: usize,
+) -> Vec<&'a [u8]> {
+    let shared = prev.map_or(0, |p| common_suffix_len(p, owner));
+    let mut out: Vec<&[u8]> = suffixes(owner)
+        .skip(1)
+        .take_while(|s| s.len() > shared && s.len() >= apex_len)
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Wire length of the closest common ancestor of two lowercased wire names.
+fn common_suffix_len(a: &[u8], b: &[u8]) -> usize {
+    let (oa, na) = label_offsets(a);
+    let (ob, nb) = label_offsets(b);
+    let la = oa.get(..na).unwrap_or(&[]);
+    let lb = ob.get(..nb).unwrap_or(&[]);
+    let mut shared = 1; // the root
+    for (&x, &y) in la.iter().rev().zip(lb.iter().rev()) {
+        let (ta, tb) = (label_at(a, x), label_at(b, y));
+        if ta != tb {
+            break;
+        }
+        shared = a.len().saturating_sub(usize::from(x));
+    }
+    shared
+}
+
+fn slot_name<'a>(names: &'a [u8], slot: &Slot) -> &'a [u8] {
+    let start = index(slot.name_off);
+    names
+        .get(start..start.saturating_add(usize::from(slot.name_len)))
+        .unwrap_or(&[])
 }
 
 impl Zone {
+    /// A zone with no data at all (not even a SOA): for tests and placeholders.
     pub fn empty(apex: Name) -> Zone {
         Zone {
             apex: apex.to_lowercase(),
-            nodes: HashMap::new(),
+            class: Class::IN,
+            nodes: NodeIndex::default(),
+            has_wildcards: false,
         }
+    }
+
+    /// Assembles a zone from nodes keyed by lowercased owner wire form, each
+    /// owner once and at or below the apex; adds the empty non-terminals.
+    /// Returns the owners that could not be indexed (a zone whose names pass
+    /// 4 GiB in total).
+    pub(crate) fn from_parts(
+        apex: Name,
+        class: Class,
+        nodes: Vec<(&[u8], Node)>,
+    ) -> (Zone, Vec<&[u8]>) {
+        let apex = apex.to_lowercase();
+        let (nodes, rejected) = NodeIndex::build(nodes, apex.wire_len());
+        // After the empty non-terminals: `*.x` with only `a.*.x` below it is
+        // still a wildcard (RFC 4592 §2.2.1).
+        let has_wildcards = nodes.iter().any(|(k, _)| k.get(..2) == Some(&[1, b'*']));
+        (
+            Zone {
+                apex,
+                class,
+                nodes,
+                has_wildcards,
+            },
+            rejected,
+        )
     }
 
     /// The zone's origin, lowercased.
@@ -86,19 +412,41 @@ impl Zone {
         &self.apex
     }
 
+    /// The class of the zone's records (IN in practice).
+    pub fn class(&self) -> Class {
+        self.class
+    }
+
     /// The node at exactly `name` (any case), including empty non-terminals.
     pub fn node(&self, name: &Name) -> Option<&Node> {
-        self.nodes.get(name)
+        let lower = name.to_lowercase();
+        self.nodes.get(lower.as_wire())
+    }
+
+    /// The node whose owner has exactly this wire form, which the caller has
+    /// already lowercased: lets a caller walking a name's ancestors look each up
+    /// as a slice of one lowercased copy, without building a `Name` per step.
+    pub fn node_by_lowercase_wire(&self, wire: &[u8]) -> Option<&Node> {
+        self.nodes.get(wire)
     }
 
     /// The apex node.
     pub fn apex_node(&self) -> Option<&Node> {
-        self.nodes.get(&self.apex)
+        self.nodes.get(self.apex.as_wire())
     }
 
     /// The apex SOA RRset.
     pub fn soa(&self) -> Option<&RRset> {
         self.apex_node().and_then(|n| n.rrset(Rtype::SOA))
+    }
+
+    /// The SOA serial (RFC 1035 §3.3.13), read from the apex SOA.
+    pub fn serial(&self) -> Option<u32> {
+        let rd = self.soa()?.first()?;
+        let mut r = Reader::new(rd);
+        Name::read_uncompressed(&mut r).ok()?;
+        Name::read_uncompressed(&mut r).ok()?;
+        r.read_u32().ok()
     }
 
     /// Whether `name` (strictly below the apex) has an NS RRset: a zone cut.
@@ -109,7 +457,245 @@ impl Zone {
                 .is_some_and(|n| n.rrset(Rtype::NS).is_some())
     }
 
+    /// The highest zone cut at or above `name`: the node strictly below the
+    /// apex, nearest the apex, with an NS RRset, and its owner. Whatever lies at
+    /// or below it is answered with a referral (RFC 1034 §4.3.2 step 3b).
+    pub fn zone_cut_above(&self, name: &Name) -> Option<(Name, &Node)> {
+        let lower = name.to_lowercase();
+        if !lower.is_below(&self.apex) {
+            return None;
+        }
+        let apex_len = self.apex.wire_len();
+        let (wire, node) = suffixes(lower.as_wire())
+            .take_while(|s| s.len() > apex_len)
+            .filter_map(|s| Some((s, self.nodes.get(s)?)))
+            .filter(|(_, n)| n.has(Rtype::NS))
+            .last()?;
+        Some((Name::from_wire(wire).ok()?, node))
+    }
+
+    /// Whether any owner's first label is `*` (RFC 4592): lets the answer path
+    /// skip the wildcard search in the common zone without wildcards.
+    pub fn has_wildcards(&self) -> bool {
+        self.has_wildcards
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Every node with its owner, in RFC 4034 §6.1 canonical order (the apex first).
+    /// Builds a `Name` per node: meant for printing, transfers and signing, not
+    /// the query path.
+    pub fn nodes_canonical(&self) -> impl Iterator<Item = (Name, &Node)> {
+        self.nodes
+            .iter()
+            .filter_map(|(k, n)| Some((Name::from_wire(k).ok()?, n)))
+    }
+
+    /// Every record as typed data: owners in canonical order, each node's RRsets
+    /// in stored order (by type number), rdata in canonical order. AXFR wants the
+    /// SOA first and last (RFC 5936 §2.2): the caller emits `soa()` around this.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let class = self.class;
+        self.nodes_canonical().flat_map(move |(owner, node)| {
+            node.rrsets().iter().flat_map(move |set| {
+                let owner = owner.clone();
+                set.rdatas().map(move |rd| Record {
+                    owner: owner.clone(),
+                    class,
+                    ttl: set.ttl(),
+                    rdata: decode_rdata(set.rtype(), rd),
+                })
+            })
+        })
+    }
+
+    /// Raw access for the checks: every node with its lowercased owner wire form.
+    pub(crate) fn raw_nodes(&self) -> impl Iterator<Item = (&[u8], &Node)> {
+        self.nodes.iter()
+    }
+}
+
+/// Typed rdata from stored wire form; what does not parse stays opaque (RFC 3597).
+fn decode_rdata(rtype: Rtype, rd: &[u8]) -> Rdata {
+    let mut r = Reader::new(rd);
+    match Rdata::read(rtype, &mut r, rd.len()) {
+        Ok(d) => d,
+        Err(_) => Rdata::Unknown {
+            rtype,
+            data: rd.to_vec(),
+        },
+    }
+}
+
+/// Offsets where each label of an uncompressed wire name starts, most specific
+/// first, ending with the root label's offset. At most 128 labels fit in 255 octets.
+pub(crate) fn label_starts(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut pos = Some(0usize);
+    core::iter::from_fn(move || {
+        let here = pos?;
+        let len = usize::from(*wire.get(here)?);
+        pos = if len == 0 {
+            None
+        } else {
+            here.checked_add(len).and_then(|p| p.checked_add(1))
+        };
+        Some(here)
+    })
+}
+
+/// The name itself and each ancestor up to the root, as suffixes of `wire`.
+pub(crate) fn suffixes(wire: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    label_starts(wire).filter_map(move |off| wire.get(off..))
+}
+
+/// RFC 4034 §6.1 order on lowercased uncompressed wire names: compare labels
+/// from the root end, each as an unsigned octet string.
+pub(crate) fn canonical_cmp_wire(a: &[u8], b: &[u8]) -> Ordering {
+    let (oa, na) = label_offsets(a);
+    let (ob, nb) = label_offsets(b);
+    let la = oa.get(..na).unwrap_or(&[]);
+    let lb = ob.get(..nb).unwrap_or(&[]);
+    for (&x, &y) in la.iter().rev().zip(lb.iter().rev()) {
+        let ord = label_at(a, x).cmp(label_at(b, y));
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    na.cmp(&nb)
+}
+
+/// Offsets of the non-root labels; 255 octets hold at most 127 of them.
+fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
+    let mut offs = [0u8; 128];
+    let mut n = 0usize;
+    for off in label_starts(wire) {
+        if wire.get(off).is_some_and(|&l| l == 0) {
+            break;
+        }
+        if let (Some(slot), Ok(o)) = (offs.get_mut(n), u8::try_from(off)) {
+            *slot = o;
+            n = n.saturating_add(1);
+        }
+    }
+    (offs, n)
+}
+
+fn label_at(wire: &[u8], off: u8) -> &[u8] {
+    let off = usize::from(off);
+    let len = wire.get(off).map_or(0, |&l| usize::from(l));
+    let start = off.saturating_add(1);
+    wire.get(start..start.saturating_add(len)).unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn packed_rrset_returns_each_rdata_in_order() {
+        let set = RRset::new(
+            Rtype::A,
+            300,
+            vec![
+                vec![1, 2, 3, 4].into_boxed_slice(),
+                Box::default(),
+                vec![5; 300].into_boxed_slice(),
+            ],
+        );
+        assert_eq!(set.len(), 3);
+        let all: Vec<&[u8]> = set.rdatas().collect();
+        assert_eq!(all[0], &[1, 2, 3, 4]);
+        assert_eq!(all[1], &[] as &[u8]);
+        assert_eq!(all[2], &[5; 300][..]);
+        assert_eq!(set.rdatas().len(), 3);
+    }
+
+    #[test]
+    fn nodes_and_rrsets_stay_small() {
+        // Millions of these live as long as the zone: a growing size is a regression.
+        assert_eq!(core::mem::size_of::<Node>(), 16);
+        assert_eq!(core::mem::size_of::<RRset>(), 24);
+        assert_eq!(core::mem::size_of::<Slot>(), 24);
+    }
+
+    #[test]
+    fn empty_rrset_allocates_nothing() {
+        let set = RRset::new(Rtype::A, 1, Vec::new());
+        assert!(set.is_empty());
+        assert_eq!(set.heap_size(), 0);
+        assert_eq!(set.rdatas().count(), 0);
+    }
+
+    #[test]
+    fn suffixes_walk_from_the_name_to_the_root() {
+        let name = n("a.b.c.");
+        let all: Vec<Name> = suffixes(name.as_wire())
+            .map(|s| Name::from_wire(s).unwrap())
+            .collect();
+        assert_eq!(all, vec![n("a.b.c."), n("b.c."), n("c."), Name::root()]);
+    }
+
+    #[test]
+    fn common_ancestor_is_label_aligned() {
+        let len = |a: &str, b: &str| common_suffix_len(n(a).as_wire(), n(b).as_wire());
+        assert_eq!(len("a.example.", "b.example."), n("example.").wire_len());
+        assert_eq!(len("a.example.", "a.example."), n("a.example.").wire_len());
+        assert_eq!(len("xa.example.", "a.example."), n("example.").wire_len());
+        assert_eq!(len("example.", "a.b.example."), n("example.").wire_len());
+        assert_eq!(len("com.", "org."), 1);
+    }
+
+    #[test]
+    fn empty_nonterminals_are_the_unshared_ancestors() {
+        let apex = n("example.").wire_len();
+        let names = |prev: Option<&str>, owner: &str| -> Vec<Name> {
+            let p = prev.map(n);
+            let o = n(owner);
+            empty_nonterminals_before(p.as_ref().map(|p| p.as_wire()), o.as_wire(), apex)
+                .into_iter()
+                .map(|w| Name::from_wire(w).unwrap())
+                .collect()
+        };
+        assert_eq!(
+            names(Some("example."), "a.b.example."),
+            vec![n("b.example.")]
+        );
+        assert_eq!(
+            names(Some("z.b.example."), "a.c.example."),
+            vec![n("c.example.")]
+        );
+        assert_eq!(names(Some("b.example."), "a.b.example."), vec![]);
+        assert_eq!(
+            names(None, "a.b.example."),
+            vec![n("example."), n("b.example.")]
+        );
+    }
+
+    #[test]
+    fn wire_order_matches_name_order() {
+        let names = [
+            "example.",
+            "a.example.",
+            "z.a.example.",
+            "b.example.",
+            "\\000.b.example.",
+        ];
+        for x in names {
+            for y in names {
+                let (a, b) = (n(x).to_lowercase(), n(y).to_lowercase());
+                assert_eq!(
+                    canonical_cmp_wire(a.as_wire(), b.as_wire()),
+                    a.cmp(&b),
+                    "{x} {y}"
+                );
+            }
+        }
     }
 }

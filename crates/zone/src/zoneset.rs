@@ -1,29 +1,84 @@
 //! All zones served, found by the longest matching suffix.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bulwark_proto::Name;
 
-use crate::zone::Zone;
+use crate::zone::{suffixes, Zone};
 
 /// Immutable once built; a change builds a new set (sharing unchanged zones) and
 /// the server swaps it in whole.
 #[derive(Debug, Clone, Default)]
 pub struct ZoneSet {
     zones: Vec<Arc<Zone>>,
+    /// Index into `zones` by lowercased apex wire form.
+    by_apex: HashMap<Box<[u8]>, usize>,
+    /// The longest apex in wire octets: longer suffixes of a qname cannot match.
+    longest_apex: usize,
 }
 
 impl ZoneSet {
+    /// A set of `zones`. Of several zones with the same apex, the first is served.
     pub fn new(zones: Vec<Arc<Zone>>) -> ZoneSet {
-        ZoneSet { zones }
+        let mut by_apex = HashMap::with_capacity(zones.len());
+        let mut longest_apex = 0;
+        for (i, z) in zones.iter().enumerate() {
+            by_apex.entry(z.apex().as_wire().into()).or_insert(i);
+            longest_apex = longest_apex.max(z.apex().wire_len());
+        }
+        ZoneSet {
+            zones,
+            by_apex,
+            longest_apex,
+        }
     }
 
     /// The zone with the longest apex that `qname` is at or below.
+    ///
+    /// Walks `qname`'s suffixes longest first, one hash lookup each, on one
+    /// lowercased copy: no allocation, cost independent of the number of zones.
     pub fn find(&self, qname: &Name) -> Option<&Arc<Zone>> {
-        self.zones
+        if self.zones.is_empty() {
+            return None;
+        }
+        let lower = qname.to_lowercase();
+        let index = suffixes(lower.as_wire())
+            .filter(|s| s.len() <= self.longest_apex)
+            .find_map(|s| self.by_apex.get(s).copied())?;
+        self.zones.get(index)
+    }
+
+    /// The zone whose apex is exactly `apex`.
+    pub fn get(&self, apex: &Name) -> Option<&Arc<Zone>> {
+        let lower = apex.to_lowercase();
+        self.by_apex
+            .get(lower.as_wire())
+            .and_then(|&i| self.zones.get(i))
+    }
+
+    /// A new set with `zone` added, or replacing the zone with the same apex;
+    /// every other zone is shared, not copied.
+    pub fn with_zone(&self, zone: Arc<Zone>) -> ZoneSet {
+        let mut zones: Vec<Arc<Zone>> = self
+            .zones
             .iter()
-            .filter(|z| qname.ends_with(z.apex()))
-            .max_by_key(|z| z.apex().wire_len())
+            .filter(|z| z.apex() != zone.apex())
+            .cloned()
+            .collect();
+        zones.push(zone);
+        ZoneSet::new(zones)
+    }
+
+    /// A new set without the zone whose apex is `apex` (sharing the others).
+    pub fn without_zone(&self, apex: &Name) -> ZoneSet {
+        ZoneSet::new(
+            self.zones
+                .iter()
+                .filter(|z| z.apex() != apex)
+                .cloned()
+                .collect(),
+        )
     }
 
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> {

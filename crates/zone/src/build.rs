@@ -1,0 +1,393 @@
+//! Building a [`Zone`] from records: grouping into RRsets, dropping duplicates,
+//! canonical ordering, empty non-terminals, and the record-level checks.
+//!
+//! [`ZoneBuilder`] takes records one at a time so a parser can stream into it
+//! instead of holding every typed `Record` at once (they are large: a `Name` is
+//! 256 octets inline); [`Zone::build`] is the one-call form with all checks.
+
+use std::borrow::Cow;
+
+use bulwark_proto::{Class, Name, Record, Rtype};
+
+use crate::check::{check_zone, sort_problems, Problem};
+use crate::zone::{Node, RRset, Zone};
+
+/// RFC 2181 §8: a TTL is an unsigned value in 0..=2^31-1.
+pub const MAX_TTL: u32 = 0x7fff_ffff;
+
+/// RFC 1035 §3.2.1: RDLENGTH is 16 bits.
+const MAX_RDATA_LEN: usize = 0xffff;
+
+/// One record as gathered: where its owner and rdata sit in the arena.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Start of the lowercased owner wire form; the rdata follows it.
+    off: usize,
+    owner_len: u8,
+    rdata_len: u16,
+    rtype: Rtype,
+    ttl: u32,
+}
+
+impl Entry {
+    fn owner<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
+        let end = self.off.saturating_add(usize::from(self.owner_len));
+        arena.get(self.off..end).unwrap_or(&[])
+    }
+
+    fn rdata<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
+        let start = self.off.saturating_add(usize::from(self.owner_len));
+        let end = start.saturating_add(usize::from(self.rdata_len));
+        arena.get(start..end).unwrap_or(&[])
+    }
+}
+
+/// Gathers records into a zone. Records that cannot be part of the zone are
+/// dropped with an error [`Problem`]; questionable ones are kept with a warning.
+///
+/// Records are kept as offsets into one byte arena until [`ZoneBuilder::finish`]
+/// sorts and groups them: two large allocations instead of several small ones
+/// per record, which the allocator hands back to the system once the zone is built.
+#[derive(Debug)]
+pub struct ZoneBuilder {
+    apex: Name,
+    class: Option<Class>,
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    problems: Vec<Problem>,
+}
+
+impl ZoneBuilder {
+    pub fn new(apex: &Name) -> ZoneBuilder {
+        ZoneBuilder {
+            apex: apex.to_lowercase(),
+            class: None,
+            arena: Vec::new(),
+            entries: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, record: Record) {
+        let rtype = record.rtype();
+        if !record.owner.ends_with(&self.apex) {
+            self.problems.push(Problem::error(
+                &record.owner.to_lowercase(),
+                Some(rtype),
+                format!("out of zone: the owner is not at or below {}", self.apex),
+            ));
+            return;
+        }
+        if rtype.is_meta() || rtype.0 == 0 {
+            // RFC 6895 §3.1: meta and query types exist only in messages.
+            self.problems.push(Problem::error(
+                &record.owner.to_lowercase(),
+                Some(rtype),
+                "a meta or query type cannot be zone data (RFC 6895 §3.1)",
+            ));
+            return;
+        }
+        match self.class {
+            None => self.class = Some(record.class),
+            Some(c) if c != record.class => {
+                self.problems.push(Problem::error(
+                    &record.owner.to_lowercase(),
+                    Some(rtype),
+                    format!(
+                        "class {} differs from the zone's class {c}; a zone has one class (RFC 1035 §5.2)",
+                        record.class
+                    ),
+                ));
+                return;
+            }
+            Some(_) => {}
+        }
+        let mut ttl = record.ttl;
+        if ttl > MAX_TTL {
+            self.problems.push(Problem::warning(
+                &record.owner.to_lowercase(),
+                Some(rtype),
+                format!("TTL {ttl} is above 2^31-1; treated as 0 (RFC 2181 §8)"),
+            ));
+            ttl = 0;
+        }
+        let off = self.arena.len();
+        let owner = record.owner.as_wire();
+        self.arena.extend_from_slice(owner);
+        let rdata_start = self.arena.len();
+        if let Some(o) = self.arena.get_mut(off..rdata_start) {
+            o.make_ascii_lowercase();
+        }
+        record.rdata.write_wire(&mut self.arena);
+        let rdata_len = self.arena.len().saturating_sub(rdata_start);
+        let (Ok(owner_len), Ok(rdata_len)) = (u8::try_from(owner.len()), u16::try_from(rdata_len))
+        else {
+            self.arena.truncate(off);
+            self.problems.push(Problem::error(
+                &record.owner.to_lowercase(),
+                Some(rtype),
+                format!(
+                    "record data of {rdata_len} octets does not fit in {MAX_RDATA_LEN} (RFC 1035 §3.2.1)"
+                ),
+            ));
+            return;
+        };
+        self.entries.push(Entry {
+            off,
+            owner_len,
+            rdata_len,
+            rtype,
+            ttl,
+        });
+    }
+
+    /// Freezes the gathered records into a zone, without the structural checks
+    /// of [`check_zone`]. Returns the record-level problems found on the way.
+    pub fn finish(self) -> (Zone, Vec<Problem>) {
+        let ZoneBuilder {
+            apex,
+            class,
+            arena,
+            mut entries,
+            mut problems,
+        } = self;
+        // Stable: within one owner and type, records stay in the order given,
+        // so the first one's TTL is the one kept.
+        entries.sort_by(|a, b| {
+            a.owner(&arena)
+                .cmp(b.owner(&arena))
+                .then(a.rtype.cmp(&b.rtype))
+        });
+        let mut nodes: Vec<(&[u8], Node)> = Vec::new();
+        for at_owner in entries.chunk_by(|a, b| a.owner(&arena) == b.owner(&arena)) {
+            let Some(owner) = at_owner.first().map(|e| e.owner(&arena)) else {
+                continue;
+            };
+            // Sized exactly: the node keeps this allocation.
+            let sets = at_owner.chunk_by(|a, b| a.rtype == b.rtype);
+            let mut rrsets = Vec::with_capacity(sets.clone().count());
+            rrsets.extend(sets.filter_map(|set| freeze_set(set, &arena, &mut problems)));
+            nodes.push((owner, Node::new(rrsets)));
+        }
+        let (zone, rejected) = Zone::from_parts(apex, class.unwrap_or(Class::IN), nodes);
+        for owner in rejected {
+            problems.push(Problem::error(
+                &Name::from_wire(owner).unwrap_or_default(),
+                None,
+                "the zone's names pass 4 GiB in total; this one was not loaded",
+            ));
+        }
+        (zone, problems)
+    }
+}
+
+/// One RRset from the records of one owner and type (in the order given):
+/// the first record's TTL, rdata sorted into RFC 4034 §6.3 canonical order
+/// and duplicates dropped (RFC 2181 §5: an RRset is a set; names compare
+/// without case, RFC 4034 §6.2).
+fn freeze_set(set: &[Entry], arena: &[u8], problems: &mut Vec<Problem>) -> Option<RRset> {
+    let first = set.first()?;
+    let (rtype, ttl) = (first.rtype, first.ttl);
+    // RFC 4034 §3: each RRSIG carries the TTL of the RRset it covers, so
+    // RRSIGs at one owner legitimately differ.
+    if rtype != Rtype::RRSIG {
+        if let Some(other) = set.iter().find(|e| e.ttl != ttl) {
+            let owner = Name::from_wire(first.owner(arena)).unwrap_or_default();
+            problems.push(Problem::warning(
+                &owner,
+                Some(rtype),
+                format!(
+                    "TTL {} differs from the TTL {ttl} of the first record of this RRset; using {ttl} (RFC 2181 §5.2)",
+                    other.ttl
+                ),
+            ));
+        }
+    }
+    if set.len() < 2 {
+        return Some(RRset::from_rdatas(
+            rtype,
+            ttl,
+            set.iter().map(|e| e.rdata(arena)),
+        ));
+    }
+    let mut keyed: Vec<(Cow<'_, [u8]>, &[u8])> = set
+        .iter()
+        .map(|e| {
+            let r = e.rdata(arena);
+            (canonical_rdata(rtype, r), r)
+        })
+        .collect();
+    // Stable: of duplicates differing only in name case, the first given is kept.
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.dedup_by(|a, b| a.0 == b.0);
+    let sorted: Vec<&[u8]> = keyed.into_iter().map(|(_, r)| r).collect();
+    Some(RRset::from_rdatas(rtype, ttl, sorted))
+}
+
+/// How an rdata is laid out, as far as its embedded names go.
+#[derive(Clone, Copy)]
+enum Part {
+    Name,
+    Fixed(usize),
+    CharString,
+}
+
+/// RFC 4034 §6.2 (as corrected by RFC 6840 §5.1: not NSEC, not HINFO): the
+/// types whose embedded names are lowercased in canonical form, with the
+/// layout up to their last name. What follows is copied as is.
+fn name_layout(rtype: Rtype) -> &'static [Part] {
+    use Part::{CharString as S, Fixed as F, Name as N};
+    match rtype {
+        Rtype::NS
+        | Rtype::MD
+        | Rtype::MF
+        | Rtype::CNAME
+        | Rtype::MB
+        | Rtype::MG
+        | Rtype::MR
+        | Rtype::PTR
+        | Rtype::DNAME
+        | Rtype::NXT => &[N],
+        Rtype::MINFO | Rtype::RP | Rtype::SOA => &[N, N],
+        Rtype::MX | Rtype::AFSDB | Rtype::RT | Rtype::KX => &[F(2), N],
+        Rtype::PX => &[F(2), N, N],
+        Rtype::SRV => &[F(6), N],
+        Rtype::NAPTR => &[F(4), S, S, S, N],
+        Rtype::RRSIG | Rtype::SIG => &[F(18), N],
+        _ => &[],
+    }
+}
+
+/// The RFC 4034 §6.2 canonical form of wire-form rdata: embedded names of the
+/// listed types lowercased. Malformed rdata is compared as it is.
+pub fn canonical_rdata(rtype: Rtype, rdata: &[u8]) -> Cow<'_, [u8]> {
+    let layout = name_layout(rtype);
+    if layout.is_empty() {
+        return Cow::Borrowed(rdata);
+    }
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut pos = 0usize;
+    for part in layout {
+        let len = match part {
+            Part::Fixed(n) => Some(*n),
+            Part::CharString => rdata.get(pos).and_then(|l| usize::from(*l).checked_add(1)),
+            Part::Name => name_len(rdata.get(pos..).unwrap_or(&[])),
+        };
+        let Some(len) = len else {
+            return Cow::Borrowed(rdata);
+        };
+        let Some(end) = pos.checked_add(len).filter(|e| *e <= rdata.len()) else {
+            return Cow::Borrowed(rdata);
+        };
+        if matches!(part, Part::Name) {
+            ranges.push((pos, end));
+        }
+        pos = end;
+    }
+    if !ranges.iter().any(|&(s, e)| {
+        rdata
+            .get(s..e)
+            .is_some_and(|b| b.iter().any(u8::is_ascii_uppercase))
+    }) {
+        return Cow::Borrowed(rdata);
+    }
+    let mut out = rdata.to_vec();
+    for (s, e) in ranges {
+        // Length octets are at most 63, below 'A', so lowercasing the whole
+        // range touches only label bytes.
+        if let Some(b) = out.get_mut(s..e) {
+            b.make_ascii_lowercase();
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Length of the uncompressed name at the start of `bytes`.
+fn name_len(bytes: &[u8]) -> Option<usize> {
+    let mut pos = 0usize;
+    loop {
+        let len = *bytes.get(pos)?;
+        if len > 63 {
+            return None;
+        }
+        pos = pos.checked_add(usize::from(len))?.checked_add(1)?;
+        if len == 0 {
+            return (pos <= bulwark_proto::name::MAX_NAME_LEN).then_some(pos);
+        }
+    }
+}
+
+impl Zone {
+    /// Builds a zone from `records` and runs every load-time check.
+    ///
+    /// `Ok` holds the zone and its warnings; `Err` holds every problem (errors
+    /// and warnings) when there was at least one error. Problems come sorted
+    /// by owner (canonical order), errors first at each owner.
+    pub fn build(apex: Name, records: Vec<Record>) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        let mut builder = ZoneBuilder::new(&apex);
+        for r in records {
+            builder.add(r);
+        }
+        Zone::build_from(builder)
+    }
+
+    /// Finishes `builder` and runs the structural checks (see [`Zone::build`]).
+    pub fn build_from(builder: ZoneBuilder) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        let (zone, mut problems) = builder.finish();
+        problems.extend(check_zone(&zone));
+        sort_problems(&mut problems);
+        if problems.iter().any(Problem::is_error) {
+            return Err(problems);
+        }
+        Ok((zone, problems))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn canonical_form_lowercases_names_in_listed_types_only() {
+        let mut mx = vec![0, 10];
+        mx.extend_from_slice(n("MAIL.Example.").as_wire());
+        let canon = canonical_rdata(Rtype::MX, &mx);
+        assert_eq!(&canon[2..], n("mail.example.").as_wire());
+        // NSEC's next name keeps its case (RFC 6840 §5.1).
+        let nsec = n("A.example.").as_wire().to_vec();
+        assert_eq!(
+            canonical_rdata(Rtype::NSEC, &nsec),
+            Cow::Borrowed(&nsec[..])
+        );
+        // TXT is opaque.
+        assert_eq!(
+            canonical_rdata(Rtype::TXT, b"\x03ABC"),
+            Cow::Borrowed(b"\x03ABC")
+        );
+    }
+
+    #[test]
+    fn canonical_form_leaves_malformed_rdata_alone() {
+        assert_eq!(
+            canonical_rdata(Rtype::NS, &[5, b'A']),
+            Cow::Borrowed(&[5, b'A'][..])
+        );
+        assert_eq!(canonical_rdata(Rtype::MX, &[0]), Cow::Borrowed(&[0][..]));
+    }
+
+    #[test]
+    fn canonical_form_of_soa_keeps_numbers() {
+        let mut soa = n("NS.Example.").as_wire().to_vec();
+        soa.extend_from_slice(n("Host.Example.").as_wire());
+        soa.extend_from_slice(&[b'A'; 20]);
+        let canon = canonical_rdata(Rtype::SOA, &soa);
+        assert!(canon.ends_with(&[b'A'; 20]));
+        assert!(canon.starts_with(n("ns.example.").as_wire()));
+    }
+}

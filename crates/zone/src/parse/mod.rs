@@ -1,0 +1,609 @@
+//! The master-file parser (RFC 1035 §5): records and the `$ORIGIN`, `$TTL`,
+//! `$INCLUDE` and `$GENERATE` directives, into [`Record`]s.
+//!
+//! Parsing keeps going after a problem so that one run reports up to
+//! [`MAX_DIAGNOSTICS`] of them, each with file, line and column.
+
+pub mod generate;
+pub mod lexer;
+pub mod ttl;
+
+use std::path::{Path, PathBuf};
+
+use bulwark_proto::presentation::Field;
+use bulwark_proto::rdata::RdataTextError;
+use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
+
+use crate::diagnostic::Diagnostic;
+use lexer::{Entry, Lexer, Pos, Token};
+use ttl::{looks_like_ttl, parse_ttl};
+
+/// How many problems one parse reports before it stops.
+pub const MAX_DIAGNOSTICS: usize = 50;
+
+/// How deep `$INCLUDE`s may nest (a file including itself is caught sooner).
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Turns a record's data fields into [`Rdata`]; the parser is generic over it only
+/// so that its own tests do not depend on every record type's syntax.
+type RdataParser = fn(Rtype, &[Field<'_>], &Name) -> Result<Rdata, RdataTextError>;
+
+/// Parses the master file at `path` for the zone `origin` (the initial `$ORIGIN`).
+/// `$INCLUDE` paths are taken relative to the directory of the file that names them.
+pub fn parse_file(path: &Path, origin: &Name) -> Result<Vec<Record>, Vec<Diagnostic>> {
+    let mut parser = Parser::new(Rdata::parse_presentation);
+    parser.include_file(path, origin.clone(), None);
+    parser.finish()
+}
+
+/// Parses master-file text; `file_label` names it in diagnostics. Text has no
+/// directory to resolve `$INCLUDE` against, so `$INCLUDE` is refused here.
+pub fn parse_str(
+    text: &str,
+    origin: &Name,
+    file_label: &str,
+) -> Result<Vec<Record>, Vec<Diagnostic>> {
+    parse_with(Rdata::parse_presentation, text, origin, file_label)
+}
+
+fn parse_with(
+    rdata_parser: RdataParser,
+    text: &str,
+    origin: &Name,
+    file_label: &str,
+) -> Result<Vec<Record>, Vec<Diagnostic>> {
+    let mut parser = Parser::new(rdata_parser);
+    let mut file = FileState {
+        label: file_label.to_owned(),
+        dir: None,
+        origin: origin.clone(),
+        last_owner: None,
+    };
+    parser.parse_text(text.as_bytes(), &mut file);
+    parser.finish()
+}
+
+/// What is local to one file: RFC 1035 §5.1, an `$INCLUDE`d file has its own
+/// origin, and returning from it restores the includer's origin.
+#[derive(Debug)]
+struct FileState {
+    label: String,
+    dir: Option<PathBuf>,
+    origin: Name,
+    last_owner: Option<Name>,
+}
+
+/// The TTL, class and type in front of a record's data.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    ttl: Option<u32>,
+    class: Class,
+    rtype: Rtype,
+    /// Index of the first data token.
+    data: usize,
+}
+
+#[derive(Debug)]
+struct Parser {
+    rdata_parser: RdataParser,
+    /// The zone's class: the first record's, IN when it names none.
+    class: Option<Class>,
+    /// RFC 2308 §4: `$TTL`, the TTL of records that give none.
+    default_ttl: Option<u32>,
+    /// Without `$TTL`, a record with no TTL takes the last one given (RFC 1035 §5.1).
+    last_ttl: Option<u32>,
+    soa_minimum: Option<u32>,
+    records: Vec<Record>,
+    /// Records with no TTL to take: they get the SOA minimum (RFC 2308 §4, as
+    /// BIND does), or this diagnostic when there is no SOA.
+    untimed: Vec<(usize, Diagnostic)>,
+    diagnostics: Vec<Diagnostic>,
+    /// Canonical paths of the files being read, outermost first.
+    includes: Vec<PathBuf>,
+}
+
+fn lossy(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).into_owned()
+}
+
+/// A name field: `@` is the origin, anything else is relative to it unless it ends in a dot.
+fn name_field(text: &[u8], origin: &Name) -> Result<Name, String> {
+    if text == b"@" {
+        return Ok(origin.clone());
+    }
+    Name::from_presentation(text, Some(origin))
+        .map_err(|e| format!("bad name \"{}\": {e}", lossy(text)))
+}
+
+/// The SOA minimum is the last 32 bits of its data (RFC 1035 §3.3.13), whatever
+/// form the data was given in.
+fn soa_minimum(rdata: &Rdata) -> Option<u32> {
+    let mut wire = Vec::new();
+    rdata.write_wire(&mut wire);
+    let start = wire.len().checked_sub(4)?;
+    let last: [u8; 4] = wire.get(start..)?.try_into().ok()?;
+    Some(u32::from_be_bytes(last))
+}
+
+impl Parser {
+    fn new(rdata_parser: RdataParser) -> Parser {
+        Parser {
+            rdata_parser,
+            class: None,
+            default_ttl: None,
+            last_ttl: None,
+            soa_minimum: None,
+            records: Vec::new(),
+            untimed: Vec::new(),
+            diagnostics: Vec::new(),
+            includes: Vec::new(),
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.diagnostics.len() >= MAX_DIAGNOSTICS
+    }
+
+    fn report(&mut self, file: &FileState, pos: Pos, message: impl Into<String>) {
+        if !self.full() {
+            self.diagnostics
+                .push(Diagnostic::new(&file.label, pos.line, pos.column, message));
+        }
+    }
+
+    fn finish(mut self) -> Result<Vec<Record>, Vec<Diagnostic>> {
+        let untimed = core::mem::take(&mut self.untimed);
+        match (self.soa_minimum, untimed.first()) {
+            (_, None) => {}
+            (Some(minimum), Some(_)) => {
+                for (index, _) in &untimed {
+                    if let Some(r) = self.records.get_mut(*index) {
+                        r.ttl = minimum;
+                    }
+                }
+            }
+            (None, Some((_, diagnostic))) => {
+                if !self.full() {
+                    self.diagnostics.push(diagnostic.clone());
+                }
+            }
+        }
+        if self.diagnostics.is_empty() {
+            Ok(self.records)
+        } else {
+            Err(self.diagnostics)
+        }
+    }
+
+    /// Reads and parses one file. `from` is where an `$INCLUDE` named it, so that
+    /// a file that cannot be read is reported there.
+    fn include_file(&mut self, path: &Path, origin: Name, from: Option<(&FileState, Pos)>) {
+        let label = path.display().to_string();
+        let fail = |parser: &mut Parser, message: String| match from {
+            Some((file, pos)) => parser.report(file, pos, message),
+            None if !parser.full() => parser
+                .diagnostics
+                .push(Diagnostic::new(&label, 0, 0, message)),
+            None => {}
+        };
+        let canonical = match std::fs::canonicalize(path) {
+            Ok(c) => c,
+            Err(e) => return fail(self, format!("cannot read {label}: {e}")),
+        };
+        if self.includes.contains(&canonical) {
+            return fail(
+                self,
+                format!("$INCLUDE loop: {label} is already being read"),
+            );
+        }
+        if self.includes.len() > MAX_INCLUDE_DEPTH {
+            return fail(
+                self,
+                format!("$INCLUDE nested more than {MAX_INCLUDE_DEPTH} deep"),
+            );
+        }
+        let text = match std::fs::read(&canonical) {
+            Ok(t) => t,
+            Err(e) => return fail(self, format!("cannot read {label}: {e}")),
+        };
+        self.includes.push(canonical);
+        let mut file = FileState {
+            label,
+            dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
+            origin,
+            last_owner: None,
+        };
+        self.parse_text(&text, &mut file);
+        self.includes.pop();
+    }
+
+    fn parse_text(&mut self, text: &[u8], file: &mut FileState) {
+        for entry in Lexer::new(text) {
+            if self.full() {
+                return;
+            }
+            match entry {
+                Err(e) => self.report(file, e.pos, e.kind.message()),
+                Ok(entry) => self.entry(&entry, file),
+            }
+        }
+    }
+
+    fn entry(&mut self, entry: &Entry<'_>, file: &mut FileState) {
+        let Some(first) = entry.tokens.first() else {
+            return;
+        };
+        if !entry.starts_blank && !first.quoted && first.text.first() == Some(&b'$') {
+            return self.directive(entry, file);
+        }
+        let (owner, rest) = if entry.starts_blank {
+            let Some(owner) = file.last_owner.clone() else {
+                return self.report(
+                    file,
+                    first.pos,
+                    "no owner name: a line starting with a blank repeats the previous owner, and there is none",
+                );
+            };
+            (owner, entry.tokens.as_slice())
+        } else {
+            // A quoted owner is read like an unquoted one, as BIND does.
+            match name_field(first.text, &file.origin) {
+                Ok(owner) => {
+                    file.last_owner = Some(owner.clone());
+                    (owner, entry.tokens.get(1..).unwrap_or(&[]))
+                }
+                Err(message) => return self.report(file, first.pos, format!("owner: {message}")),
+            }
+        };
+        let Some(head) = self.head(rest, entry.end, file) else {
+            return;
+        };
+        let data = rest.get(head.data..).unwrap_or(&[]);
+        let fields: Vec<Field<'_>> = data
+            .iter()
+            .map(|t| Field {
+                raw: t.text,
+                quoted: t.quoted,
+            })
+            .collect();
+        let positions: Vec<Pos> = data.iter().map(|t| t.pos).collect();
+        self.add_record(file, owner, head, &fields, &positions, entry.end, first.pos);
+    }
+
+    /// Reads `[TTL] [class] type` (TTL and class in either order, RFC 1035 §5.1).
+    fn head(&mut self, tokens: &[Token<'_>], end: Pos, file: &FileState) -> Option<Head> {
+        let mut ttl: Option<u32> = None;
+        let mut class: Option<(Class, Pos)> = None;
+        let mut i = 0usize;
+        let rtype = loop {
+            let expected = match (ttl.is_some(), class.is_some()) {
+                (false, false) => "a TTL, a class or a type",
+                (true, false) => "a class or a type",
+                (false, true) => "a TTL or a type",
+                (true, true) => "a type",
+            };
+            let Some(t) = tokens.get(i) else {
+                self.report(
+                    file,
+                    end,
+                    format!("expected {expected}, found the end of the line"),
+                );
+                return None;
+            };
+            if t.quoted {
+                self.report(
+                    file,
+                    t.pos,
+                    format!("expected {expected}, found a quoted string"),
+                );
+                return None;
+            }
+            let text = t.text;
+            let word = core::str::from_utf8(text).unwrap_or("");
+            if ttl.is_none() && looks_like_ttl(text) {
+                match parse_ttl(text) {
+                    Ok(v) => ttl = Some(v),
+                    Err(e) => {
+                        self.report(file, t.pos, e.message(&lossy(text)));
+                        return None;
+                    }
+                }
+            } else if let (None, Ok(c)) = (class, word.parse::<Class>()) {
+                class = Some((c, t.pos));
+            } else if let Ok(rtype) = word.parse::<Rtype>() {
+                if rtype.is_meta() || rtype.is_query_only() {
+                    self.report(
+                        file,
+                        t.pos,
+                        format!("type {rtype} cannot appear in zone data"),
+                    );
+                    return None;
+                }
+                break rtype;
+            } else {
+                let message = if word.parse::<Class>().is_ok() || looks_like_ttl(text) {
+                    format!("expected {expected}, found \"{}\"", lossy(text))
+                } else if text.first() == Some(&b'$') {
+                    format!(
+                        "expected {expected}, found \"{}\" (a directive must start its line)",
+                        lossy(text)
+                    )
+                } else if text.first().is_some_and(u8::is_ascii_alphabetic) {
+                    format!("unknown type {}", lossy(text))
+                } else {
+                    format!("expected {expected}, found \"{}\"", lossy(text))
+                };
+                self.report(file, t.pos, message);
+                return None;
+            }
+            i = i.saturating_add(1);
+        };
+        let zone_class = *self.class.get_or_insert(class.map_or(Class::IN, |c| c.0));
+        if let Some((c, pos)) = class {
+            if c != zone_class {
+                self.report(
+                    file,
+                    pos,
+                    format!("class {c} differs from the zone's class {zone_class}"),
+                );
+                return None;
+            }
+        }
+        Some(Head {
+            ttl,
+            class: zone_class,
+            rtype,
+            data: i.saturating_add(1),
+        })
+    }
+
+    /// Parses the data fields and stores the record. `positions` holds each
+    /// field's position for diagnostics; `end` is where a missing field would go.
+    #[allow(clippy::too_many_arguments)]
+    fn add_record(
+        &mut self,
+        file: &FileState,
+        owner: Name,
+        head: Head,
+        fields: &[Field<'_>],
+        positions: &[Pos],
+        end: Pos,
+        at: Pos,
+    ) {
+        let rdata = match (self.rdata_parser)(head.rtype, fields, &file.origin) {
+            Ok(r) => r,
+            Err(e) => {
+                let pos = positions.get(e.field).copied().unwrap_or(end);
+                let message = format!(
+                    "bad {} data, field {}: expected {}",
+                    head.rtype,
+                    e.field.saturating_add(1),
+                    e.expected
+                );
+                return self.report(file, pos, message);
+            }
+        };
+        if head.rtype == Rtype::SOA && self.soa_minimum.is_none() {
+            self.soa_minimum = soa_minimum(&rdata);
+        }
+        let ttl = match head.ttl {
+            Some(t) => {
+                self.last_ttl = Some(t);
+                Some(t)
+            }
+            None => self.default_ttl.or(self.last_ttl),
+        };
+        if ttl.is_none() {
+            self.untimed.push((
+                self.records.len(),
+                Diagnostic::new(
+                    &file.label,
+                    at.line,
+                    at.column,
+                    "no TTL: the record gives none, and there is no $TTL, earlier TTL or SOA to take one from (RFC 2308 §4)",
+                ),
+            ));
+        }
+        self.records.push(Record {
+            owner,
+            class: head.class,
+            ttl: ttl.unwrap_or(0),
+            rdata,
+        });
+    }
+
+    fn directive(&mut self, entry: &Entry<'_>, file: &mut FileState) {
+        let tokens = entry.tokens.as_slice();
+        let Some(first) = tokens.first() else { return };
+        let name = lossy(first.text).to_ascii_uppercase();
+        let args = tokens.get(1..).unwrap_or(&[]);
+        match name.as_str() {
+            "$ORIGIN" => {
+                let Some(arg) = self
+                    .exact_args(&name, args, 1, 1, entry.end, file)
+                    .and_then(|a| a.first())
+                else {
+                    return;
+                };
+                // RFC 1035 §5.1: a relative $ORIGIN is relative to the current one.
+                match name_field(arg.text, &file.origin) {
+                    Ok(origin) => file.origin = origin,
+                    Err(message) => self.report(file, arg.pos, format!("$ORIGIN: {message}")),
+                }
+            }
+            "$TTL" => {
+                let Some(arg) = self
+                    .exact_args(&name, args, 1, 1, entry.end, file)
+                    .and_then(|a| a.first())
+                else {
+                    return;
+                };
+                match parse_ttl(arg.text) {
+                    Ok(v) => self.default_ttl = Some(v),
+                    Err(e) => self.report(file, arg.pos, e.message(&lossy(arg.text))),
+                }
+            }
+            "$INCLUDE" => {
+                let Some(args) = self.exact_args(&name, args, 1, 2, entry.end, file) else {
+                    return;
+                };
+                self.include(args, file);
+            }
+            "$GENERATE" => self.generate(args, entry.end, file),
+            _ => self.report(
+                file,
+                first.pos,
+                format!("unknown directive {}", lossy(first.text)),
+            ),
+        }
+    }
+
+    /// The directive's arguments when there are between `min` and `max` of them.
+    fn exact_args<'t, 'a>(
+        &mut self,
+        name: &str,
+        args: &'t [Token<'a>],
+        min: usize,
+        max: usize,
+        end: Pos,
+        file: &FileState,
+    ) -> Option<&'t [Token<'a>]> {
+        if args.len() < min {
+            self.report(
+                file,
+                end,
+                format!("{name} needs {min} argument(s), found {}", args.len()),
+            );
+            return None;
+        }
+        if let Some(extra) = args.get(max) {
+            self.report(
+                file,
+                extra.pos,
+                format!(
+                    "unexpected \"{}\" after {name}'s arguments",
+                    lossy(extra.text)
+                ),
+            );
+            return None;
+        }
+        Some(args)
+    }
+
+    /// `$INCLUDE file [origin]` (RFC 1035 §5.1).
+    fn include(&mut self, args: &[Token<'_>], file: &FileState) {
+        let Some(path_token) = args.first() else {
+            return;
+        };
+        let Some(dir) = &file.dir else {
+            return self.report(
+                file,
+                path_token.pos,
+                "$INCLUDE is not available here: text parsed without a file has no directory to find it in",
+            );
+        };
+        let Ok(relative) = core::str::from_utf8(path_token.text) else {
+            return self.report(file, path_token.pos, "$INCLUDE file name is not UTF-8");
+        };
+        let relative = Path::new(relative);
+        let path = if relative.is_absolute() {
+            relative.to_path_buf()
+        } else {
+            dir.join(relative)
+        };
+        let origin = match args.get(1) {
+            Some(t) => match name_field(t.text, &file.origin) {
+                Ok(o) => o,
+                Err(message) => {
+                    return self.report(file, t.pos, format!("$INCLUDE origin: {message}"))
+                }
+            },
+            None => file.origin.clone(),
+        };
+        self.include_file(&path, origin, Some((file, path_token.pos)));
+    }
+
+    /// `$GENERATE range lhs [ttl] [class] type rhs`, BIND's directive.
+    fn generate(&mut self, args: &[Token<'_>], end: Pos, file: &mut FileState) {
+        let (Some(range_token), Some(lhs)) = (args.first(), args.get(1)) else {
+            return self.report(
+                file,
+                end,
+                "$GENERATE needs a range, an owner, a type and record data",
+            );
+        };
+        let range = match generate::parse_range(range_token.text) {
+            Ok(r) => r,
+            Err(message) => return self.report(file, range_token.pos, message),
+        };
+        let rest = args.get(2..).unwrap_or(&[]);
+        let Some(head) = self.head(rest, end, file) else {
+            return;
+        };
+        let rhs = rest.get(head.data..).unwrap_or(&[]);
+        let Some(rhs_pos) = rhs.first().map(|t| t.pos) else {
+            return self.report(file, end, "$GENERATE needs record data after the type");
+        };
+        let errors_before = self.diagnostics.len();
+        for value in range.values() {
+            let owner =
+                generate::expand(lhs.text, value).and_then(|text| name_field(&text, &file.origin));
+            let owner = match owner {
+                Ok(o) => o,
+                Err(message) => {
+                    return self.report(file, lhs.pos, format!("$GENERATE owner: {message}"))
+                }
+            };
+            let mut text = Vec::new();
+            for (n, t) in rhs.iter().enumerate() {
+                let expanded = match generate::expand(t.text, value) {
+                    Ok(x) => x,
+                    Err(message) => return self.report(file, t.pos, message),
+                };
+                if n > 0 {
+                    text.push(b' ');
+                }
+                // BIND takes one data token and reads its text as the data; when
+                // several are given, quoted ones stay single fields.
+                if t.quoted && rhs.len() > 1 {
+                    text.push(b'"');
+                    text.extend_from_slice(&expanded);
+                    text.push(b'"');
+                } else {
+                    text.extend_from_slice(&expanded);
+                }
+            }
+            let mut entries = Lexer::new(&text);
+            let tokens = match (entries.next(), entries.next()) {
+                (Some(Ok(e)), None) => e.tokens,
+                (None, _) => Vec::new(),
+                _ => {
+                    return self.report(
+                        file,
+                        rhs_pos,
+                        format!(
+                            "$GENERATE data \"{}\" is not one record's data",
+                            lossy(&text)
+                        ),
+                    )
+                }
+            };
+            let fields: Vec<Field<'_>> = tokens
+                .iter()
+                .map(|t| Field {
+                    raw: t.text,
+                    quoted: t.quoted,
+                })
+                .collect();
+            let positions = vec![rhs_pos; fields.len()];
+            self.add_record(file, owner, head, &fields, &positions, rhs_pos, lhs.pos);
+            if self.diagnostics.len() > errors_before {
+                // One bad iteration is enough to show the template is wrong.
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

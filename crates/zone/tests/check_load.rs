@@ -1,0 +1,99 @@
+//! Loading a master file: parse, check, build, and how problems are reported.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::path::PathBuf;
+
+use bulwark_proto::{Name, Rtype};
+use bulwark_zone::load::{load_zone_file_with_warnings, LoadError};
+use bulwark_zone::load_zone_file;
+
+fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// Writes `text` to a file named after the test in cargo's per-target temp dir.
+fn zone_file(test: &str, text: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("h6-load-{test}.zone"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const HEAD: &str = "$TTL 3600\n\
+@ IN SOA ns1 hostmaster 2024010101 3600 900 604800 300\n\
+@ IN NS ns1\n\
+ns1 IN A 192.0.2.53\n";
+
+#[test]
+fn a_valid_file_loads_into_a_zone() {
+    let path = zone_file(
+        "valid",
+        &format!("{HEAD}www IN A 192.0.2.1\nWWW IN A 192.0.2.2\n"),
+    );
+    let zone = load_zone_file(&n("example."), &path).unwrap();
+    assert_eq!(zone.serial(), Some(2024010101));
+    assert_eq!(
+        zone.node(&n("www.example."))
+            .unwrap()
+            .rrset(Rtype::A)
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn syntax_errors_name_file_line_and_column() {
+    let path = zone_file("syntax", &format!("{HEAD}www IN A not-an-address\n"));
+    let err = load_zone_file(&n("example."), &path).unwrap_err();
+    let shown = err.to_string();
+    assert_eq!(err.problems.len(), 1, "{shown}");
+    assert!(
+        shown.starts_with(&format!("{}:5:", path.display())),
+        "{shown}"
+    );
+}
+
+#[test]
+fn check_errors_name_file_owner_and_type_one_per_line() {
+    let path = zone_file(
+        "checks",
+        &format!("{HEAD}www IN CNAME web.example.net.\nwww IN TXT \"x\"\nsub IN NS ns.sub\n"),
+    );
+    let err: LoadError = load_zone_file(&n("example."), &path).unwrap_err();
+    let file = path.display().to_string();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(
+        err.problems[0].starts_with(&format!("{file}: sub.example. NS: missing glue")),
+        "{err}"
+    );
+    assert!(
+        err.problems[1].starts_with(&format!(
+            "{file}: www.example. CNAME: CNAME beside other data"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.to_string().lines().count(), 2);
+}
+
+#[test]
+fn warnings_do_not_stop_a_load() {
+    let path = zone_file(
+        "warnings",
+        &format!("{HEAD}sub IN NS ns.example.net.\nhidden.sub IN TXT \"x\"\n"),
+    );
+    let loaded = load_zone_file_with_warnings(&n("example."), &path).unwrap();
+    assert_eq!(loaded.warnings.len(), 1);
+    let lines = loaded.warning_lines("db.example");
+    assert!(
+        lines[0].starts_with("db.example: hidden.sub.example.: warning:"),
+        "{lines:?}"
+    );
+    assert!(loaded.zone.node(&n("hidden.sub.example.")).is_some());
+}
+
+#[test]
+fn an_unreadable_file_is_a_load_error() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("h6-load-does-not-exist.zone");
+    let err = load_zone_file(&n("example."), &path).unwrap_err();
+    assert!(!err.problems.is_empty());
+}
