@@ -1,6 +1,9 @@
 //! Authoritative answering: a query's bytes and a `ZoneSet` in, a response's bytes out.
 //!
-//! STUB: the contract the server builds against; the answer steps are being written.
+//! `Answerer::answer` runs named steps, each in its own module: `query` (read and
+//! validate), `edns` (size limit, OPT), `chaos` (server identity), `lookup` with
+//! `wildcard`, then `solve`'s answer / `cname` / `dname` / `referral` / `negative`
+//! / `any`, and finally `additional`. `response` writes the message.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -13,16 +16,38 @@
     clippy::cast_possible_truncation
 )]
 
+mod additional;
+mod any;
+mod chaos;
+mod cname;
+mod dname;
+mod edns;
+mod lookup;
+mod negative;
+mod query;
+mod referral;
+mod response;
+mod solve;
+mod wildcard;
+
 use std::sync::Arc;
 
-use bulwark_proto::Rcode;
+use bulwark_proto::message::{write_error_response, MessageView};
+use bulwark_proto::{Class, Opcode, Rcode, Rtype};
 use bulwark_zone::ZoneSet;
+
+use crate::query::{read_query, Rejected};
+use crate::response::{ExtendedError, Response};
+use crate::solve::Scratch;
 
 /// DNS flag day 2020: a UDP payload that avoids IP fragmentation on common paths.
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 1232;
 
-/// Answers to CH-class TXT queries (`id.server.`, `hostname.bind.`, `version.bind.`);
-/// each is answered only when configured, REFUSED otherwise.
+/// Answers to CH-class TXT queries (`id.server.`, `hostname.bind.`, `version.bind.`,
+/// `version.server.`); each is answered only when configured, REFUSED otherwise.
+/// `id.server.` answers `id_server` and `hostname.bind.` answers `hostname`, each
+/// falling back to the other (Knot's single `identity` answers both);
+/// `version.bind.` and `version.server.` answer `version`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChaosIdentity {
     pub id_server: Option<String>,
@@ -68,11 +93,17 @@ pub enum AnswerOutcome {
 #[derive(Debug)]
 pub struct Answerer {
     config: Arc<AnswerConfig>,
+    scratch: Scratch,
+    rdata: Vec<u8>,
 }
 
 impl Answerer {
     pub fn new(config: Arc<AnswerConfig>) -> Answerer {
-        Answerer { config }
+        Answerer {
+            config,
+            scratch: Scratch::default(),
+            rdata: Vec::new(),
+        }
     }
 
     pub fn config(&self) -> &AnswerConfig {
@@ -87,22 +118,100 @@ impl Answerer {
         query: &[u8],
         out: &mut Vec<u8>,
     ) -> AnswerOutcome {
-        let _ = (zones, transport);
         out.clear();
-        if query.len() < 12 || query.get(2).is_some_and(|b| b & 0x80 != 0) {
-            return AnswerOutcome::Drop;
-        }
-        // Placeholder until the answer steps land: REFUSED with the question echoed.
-        out.extend_from_slice(query);
-        if let Some(b) = out.get_mut(2) {
-            *b = (*b & 0x79) | 0x80;
-        }
-        if let Some(b) = out.get_mut(3) {
-            *b = Rcode::REFUSED.header_bits();
-        }
-        AnswerOutcome::Respond {
-            rcode: Rcode::REFUSED,
-            truncated: false,
-        }
+        let view = match read_query(query) {
+            Ok(v) => v,
+            Err(Rejected::Drop) => return AnswerOutcome::Drop,
+            Err(Rejected::Malformed) => {
+                // RFC 1035 §4.1.1: FORMERR, id copied, the question if it was readable.
+                if write_error_response(query, Rcode::FORMERR, out).is_none() {
+                    return AnswerOutcome::Drop;
+                }
+                return AnswerOutcome::Respond {
+                    rcode: Rcode::FORMERR,
+                    truncated: false,
+                };
+            }
+        };
+        self.answer_query(zones, transport, &view, out)
     }
+
+    fn answer_query(
+        &mut self,
+        zones: &ZoneSet,
+        transport: Transport,
+        query: &MessageView<'_>,
+        out: &mut Vec<u8>,
+    ) -> AnswerOutcome {
+        let max_udp = self.config.max_udp_payload;
+        let edns = query.edns();
+        let limit = edns::size_limit(transport, edns.as_ref(), max_udp);
+        let opt = edns::response_opt(edns.as_ref(), max_udp);
+        let mut resp = Response::start(out, query.header(), limit, opt);
+        let question = query.sole_question();
+        if let Some(q) = question {
+            resp.question(&q.qname, q.qtype, q.qclass);
+        }
+        // RFC 6891 §6.1.3: an EDNS version we do not speak is BADVERS, before
+        // anything else is looked at.
+        if edns.is_some_and(|e| e.version != 0) {
+            resp.set_rcode(Rcode::BADVERS);
+            return respond(resp);
+        }
+        // RFC 1035 §4.1.2: a query carries exactly one question.
+        let Some(q) = question else {
+            resp.set_rcode(Rcode::FORMERR);
+            return respond(resp);
+        };
+        // NOTIFY and UPDATE are not served yet; every opcode but QUERY is NOTIMP
+        // (RFC 1035 §4.1.1).
+        if query.header().opcode != Opcode::QUERY {
+            resp.set_rcode(Rcode::NOTIMP);
+            return respond(resp);
+        }
+        match q.qclass {
+            // Like Knot, class ANY (RFC 1035 §3.2.5) is answered as IN.
+            Class::IN | Class::ANY => {}
+            Class::CH => {
+                chaos::chaos(
+                    &mut resp,
+                    &self.config.chaos,
+                    &q.qname,
+                    q.qtype,
+                    &mut self.rdata,
+                );
+                return respond(resp);
+            }
+            _ => {
+                resp.set_rcode(Rcode::REFUSED);
+                return respond(resp);
+            }
+        }
+        // Zone transfers are not served yet. As Knot does, and before looking for
+        // the zone: AXFR over UDP is NOTIMP (RFC 5936 §4.2 requires TCP), and a
+        // transfer nobody is allowed is NOTAUTH.
+        if q.qtype == Rtype::AXFR || q.qtype == Rtype::IXFR {
+            let rcode = if q.qtype == Rtype::AXFR && transport == Transport::Udp {
+                Rcode::NOTIMP
+            } else {
+                Rcode::NOTAUTH
+            };
+            resp.set_rcode(rcode);
+            return respond(resp);
+        }
+        let Some(zone) = solve::zone_for(zones, &q.qname, q.qtype) else {
+            // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves it to policy).
+            resp.set_rcode(Rcode::REFUSED);
+            resp.set_extended_error(ExtendedError::NotAuthoritative);
+            return respond(resp);
+        };
+        resp.set_authoritative(true);
+        solve::answer_in_zone(&mut resp, zone, &q.qname, q.qtype, &mut self.scratch);
+        respond(resp)
+    }
+}
+
+fn respond(resp: Response<'_>) -> AnswerOutcome {
+    let (rcode, truncated) = resp.finish();
+    AnswerOutcome::Respond { rcode, truncated }
 }

@@ -1,0 +1,59 @@
+//! Reading and validating the query (RFC 1035 §4.1, RFC 6891 §6.1): the whole
+//! message is checked once by `MessageView`; here we decide what cannot be
+//! answered at all.
+
+use bulwark_proto::message::{MessageView, HEADER_LEN};
+
+/// Why a query is not answered normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rejected {
+    /// Too short for a header, or a response (QR set): nothing is sent.
+    Drop,
+    /// RFC 1035 §4.1.1: the query could not be read: FORMERR.
+    Malformed,
+}
+
+/// RFC 1035 §4.1.1: the QR bit of the third header octet.
+const QR: u8 = 0x80;
+
+/// Parses and validates `bytes` as a query.
+pub(crate) fn read_query(bytes: &[u8]) -> Result<MessageView<'_>, Rejected> {
+    let flags = bytes
+        .get(..HEADER_LEN)
+        .and_then(|h| h.get(2))
+        .ok_or(Rejected::Drop)?;
+    // A response sent to us: answering it could start a loop between servers.
+    if flags & QR != 0 {
+        return Err(Rejected::Drop);
+    }
+    MessageView::parse(bytes).map_err(|_| Rejected::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    /// id 0x0102, RD, one question `a.` IN A.
+    const QUERY: &[u8] = &[1, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1];
+
+    #[test]
+    fn short_and_response_packets_are_dropped() {
+        assert_eq!(read_query(&QUERY[..11]).err(), Some(Rejected::Drop));
+        let mut r = QUERY.to_vec();
+        r[2] |= QR;
+        assert_eq!(read_query(&r).err(), Some(Rejected::Drop));
+    }
+
+    #[test]
+    fn truncated_or_padded_queries_are_malformed() {
+        assert_eq!(
+            read_query(&QUERY[..QUERY.len() - 1]).err(),
+            Some(Rejected::Malformed)
+        );
+        let mut long = QUERY.to_vec();
+        long.push(0);
+        assert_eq!(read_query(&long).err(), Some(Rejected::Malformed));
+        assert!(read_query(QUERY).is_ok());
+    }
+}
