@@ -1,1 +1,46 @@
-//! Sockets: UDP with batched syscalls, TCP per RFC 7766.
+//! Sockets: UDP with batched syscalls (`recvmmsg`/`sendmmsg`), TCP per RFC 7766.
+//!
+//! This is the only crate allowed `unsafe`: each block is small, sits in `sys.rs`
+//! or beside the syscall it wraps, and carries a `// SAFETY:` comment. Everything
+//! here is transport: what to answer is decided by a [`QueryHandler`].
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+mod error;
+mod shutdown;
+mod sys;
+pub mod tcp;
+pub mod udp;
+
+use std::net::SocketAddr;
+
+pub use error::NetError;
+pub use shutdown::Shutdown;
+pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
+pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
+
+/// Turns one query into at most one response. Each UDP worker thread and each TCP
+/// connection owns its handler, so a handler keeps scratch space between queries
+/// and needs no locks.
+pub trait QueryHandler {
+    /// Writes the response to `query` from `peer` into `out` (cleared by the
+    /// handler) and returns whether to send it; `false` drops the query silently.
+    fn handle(&mut self, query: &[u8], peer: SocketAddr, out: &mut Vec<u8>) -> bool;
+}
+
+impl<F> QueryHandler for F
+where
+    F: FnMut(&[u8], SocketAddr, &mut Vec<u8>) -> bool,
+{
+    fn handle(&mut self, query: &[u8], peer: SocketAddr, out: &mut Vec<u8>) -> bool {
+        self(query, peer, out)
+    }
+}

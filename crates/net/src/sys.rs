@@ -1,0 +1,490 @@
+//! The raw syscalls: eventfd, poll, recvmmsg and sendmmsg. Every `unsafe` block in
+//! the crate lives here, each small and justified.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd takes no pointers; a negative return is an error.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by eventfd, is valid and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes the eventfd readable. Failure is impossible short of counter overflow,
+/// which would also leave it readable, so the result is ignored.
+pub(crate) fn eventfd_signal(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64, as eventfd requires.
+    let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), mem::size_of::<u64>()) };
+}
+
+/// poll(2) with no timeout; retried on EINTR by the caller.
+pub(crate) fn poll(fds: &mut [libc::pollfd]) -> io::Result<usize> {
+    let n = libc::nfds_t::try_from(fds.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `fds` is a live, exclusively borrowed slice of exactly `n` pollfds.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), n, -1) };
+    usize::try_from(r).map_err(|_| io::Error::last_os_error())
+}
+
+fn zeroed_mmsghdr() -> libc::mmsghdr {
+    // SAFETY: mmsghdr is plain data (integers and nullable pointers): all-zero is valid.
+    unsafe { mem::zeroed() }
+}
+
+fn zeroed_storage() -> libc::sockaddr_storage {
+    // SAFETY: sockaddr_storage is plain integer data: all-zero is valid.
+    unsafe { mem::zeroed() }
+}
+
+/// `len` as the socklen_t the kernel wants; sockaddr_storage is 128 bytes.
+fn storage_len() -> libc::socklen_t {
+    libc::socklen_t::try_from(mem::size_of::<libc::sockaddr_storage>()).unwrap_or(128)
+}
+
+/// Buffers for receiving a batch of datagrams with one recvmmsg call, allocated
+/// once per worker and reused for every batch.
+pub(crate) struct RecvBatch {
+    hdrs: Vec<libc::mmsghdr>,
+    iovs: Vec<libc::iovec>,
+    addrs: Vec<libc::sockaddr_storage>,
+    buf: Vec<u8>,
+    slot: usize,
+    /// Ancillary data per slot (u64 words keep cmsghdr alignment), used only
+    /// when the socket reports each datagram's destination address.
+    ctrl: Vec<u64>,
+    pktinfo: bool,
+}
+
+/// Words of ancillary data per datagram: room for one in6_pktinfo message.
+const CTRL_WORDS: usize = 8;
+
+impl RecvBatch {
+    /// `pktinfo`: the socket has IP_PKTINFO / IPV6_RECVPKTINFO on (see
+    /// [`enable_pktinfo`]) and replies must name their source address.
+    pub(crate) fn new(batch: usize, slot: usize, pktinfo: bool) -> RecvBatch {
+        let batch = batch.max(1);
+        let slot = slot.max(512);
+        RecvBatch {
+            ctrl: if pktinfo {
+                vec![0; batch.saturating_mul(CTRL_WORDS)]
+            } else {
+                Vec::new()
+            },
+            pktinfo,
+            hdrs: (0..batch).map(|_| zeroed_mmsghdr()).collect(),
+            iovs: (0..batch)
+                .map(|_| libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                })
+                .collect(),
+            addrs: (0..batch).map(|_| zeroed_storage()).collect(),
+            buf: vec![0; batch.saturating_mul(slot)],
+            slot,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// Receives up to a batch without blocking; `Ok(0)` when nothing is waiting.
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        // Pointers are derived afresh from exclusive borrows before every call, so
+        // they are valid for the call whatever happened to `self` before.
+        for (((hdr, iov), addr), chunk) in self
+            .hdrs
+            .iter_mut()
+            .zip(self.iovs.iter_mut())
+            .zip(self.addrs.iter_mut())
+            .zip(self.buf.chunks_exact_mut(self.slot))
+        {
+            iov.iov_base = chunk.as_mut_ptr().cast();
+            iov.iov_len = chunk.len();
+            hdr.msg_hdr.msg_name = (addr as *mut libc::sockaddr_storage).cast();
+            hdr.msg_hdr.msg_namelen = storage_len();
+            hdr.msg_hdr.msg_iov = iov;
+            hdr.msg_hdr.msg_iovlen = 1;
+            hdr.msg_hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_hdr.msg_controllen = 0;
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+        }
+        if self.pktinfo {
+            for (hdr, ctrl) in self
+                .hdrs
+                .iter_mut()
+                .zip(self.ctrl.chunks_exact_mut(CTRL_WORDS))
+            {
+                hdr.msg_hdr.msg_control = ctrl.as_mut_ptr().cast();
+                hdr.msg_hdr.msg_controllen = mem::size_of_val(ctrl);
+            }
+        }
+        let vlen = libc::c_uint::try_from(self.hdrs.len()).unwrap_or(1);
+        loop {
+            // SAFETY: every header points at a live iovec, address, buffer slot
+            // and (with pktinfo) control slot
+            // set just above, all owned by `self`, exclusively borrowed for the call.
+            let r = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    self.hdrs.as_mut_ptr(),
+                    vlen,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if r >= 0 {
+                return Ok(usize::try_from(r).unwrap_or(0));
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Ok(0),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// The payload of message `i` of the last batch; `None` if it was cut short
+    /// (bigger than a slot) or `i` is out of range.
+    pub(crate) fn payload(&self, i: usize) -> Option<&[u8]> {
+        let hdr = self.hdrs.get(i)?;
+        if hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+            return None;
+        }
+        let len = usize::try_from(hdr.msg_len).ok()?;
+        let start = i.checked_mul(self.slot)?;
+        self.buf.get(start..start.checked_add(len)?)
+    }
+
+    /// The control data received with message `i`, as bytes.
+    fn control(&self, i: usize) -> Option<[u8; CTRL_WORDS * 8]> {
+        let hdr = self.hdrs.get(i)?;
+        let start = i.checked_mul(CTRL_WORDS)?;
+        let words = self.ctrl.get(start..start.checked_add(CTRL_WORDS)?)?;
+        let mut bytes = [0u8; CTRL_WORDS * 8];
+        for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        let len = hdr.msg_hdr.msg_controllen.min(bytes.len());
+        // Bytes past what the kernel wrote are stale: clear them.
+        for b in bytes.iter_mut().skip(len) {
+            *b = 0;
+        }
+        Some(bytes)
+    }
+
+    pub(crate) fn peer(&self, i: usize) -> Option<SocketAddr> {
+        let hdr = self.hdrs.get(i)?;
+        sockaddr_to_std(self.addrs.get(i)?, hdr.msg_hdr.msg_namelen)
+    }
+}
+
+fn sockaddr_to_std(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
+    let len = usize::try_from(len).ok()?;
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family says the storage holds a sockaddr_in, and
+            // sockaddr_storage is large and aligned enough for any sockaddr.
+            let sin =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe {
+                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Asks the kernel to report each datagram's destination address, so a socket
+/// bound to 0.0.0.0 or :: can reply from the address the query was sent to
+/// (RFC 1123 §6.1.3.5 hints that replies come from the queried address; resolvers
+/// drop replies from any other).
+pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_PKTINFO)
+    };
+    let on: libc::c_int = 1;
+    let len = libc::socklen_t::try_from(mem::size_of::<libc::c_int>()).unwrap_or(4);
+    // SAFETY: passes a pointer to a live c_int and its size, as setsockopt expects.
+    let r = unsafe { libc::setsockopt(fd, level, name, (&on as *const libc::c_int).cast(), len) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn cmsg_align(n: usize) -> usize {
+    let a = mem::size_of::<usize>();
+    n.saturating_add(a.saturating_sub(1)) & !(a.saturating_sub(1))
+}
+
+/// From the ancillary data received with a query, the ancillary data to send
+/// with its reply so it leaves from the query's destination address. Parsed by
+/// hand (cmsghdr: length, level, type, then data at the aligned header size).
+fn reply_pktinfo(received: &[u8; CTRL_WORDS * 8], out: &mut [u8; CTRL_WORDS * 8]) -> usize {
+    let header = cmsg_align(mem::size_of::<libc::cmsghdr>());
+    let mut pos = 0usize;
+    while let Some(h) = received.get(pos..pos.saturating_add(header)) {
+        let word = mem::size_of::<usize>();
+        let (Some(len_b), Some(level_b), Some(type_b)) = (
+            h.get(..word),
+            h.get(word..word.saturating_add(4)),
+            h.get(word.saturating_add(4)..word.saturating_add(8)),
+        ) else {
+            return 0;
+        };
+        let len = usize::from_ne_bytes(len_b.try_into().unwrap_or([0; mem::size_of::<usize>()]));
+        let level = i32::from_ne_bytes(level_b.try_into().unwrap_or([0; 4]));
+        let ctype = i32::from_ne_bytes(type_b.try_into().unwrap_or([0; 4]));
+        if len < header {
+            return 0;
+        }
+        let data = received.get(pos.saturating_add(header)..pos.saturating_add(len));
+        let reply: Option<(i32, i32, [u8; 20], usize)> = match (level, ctype, data) {
+            (libc::IPPROTO_IP, libc::IP_PKTINFO, Some(d)) if d.len() >= 12 => {
+                // in_pktinfo { ifindex, spec_dst, addr }: send from `addr` (the
+                // query's destination) as spec_dst; ifindex 0 lets routing choose.
+                let mut v = [0u8; 20];
+                if let (Some(dst), Some(src)) = (v.get_mut(4..8), d.get(8..12)) {
+                    dst.copy_from_slice(src);
+                }
+                Some((libc::IPPROTO_IP, libc::IP_PKTINFO, v, 12))
+            }
+            (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, Some(d)) if d.len() >= 20 => {
+                // in6_pktinfo { addr, ifindex }: sent back as received, the
+                // interface kept for link-local addresses.
+                let mut v = [0u8; 20];
+                if let Some(src) = d.get(..20) {
+                    v.copy_from_slice(src);
+                }
+                Some((libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, v, 20))
+            }
+            _ => None,
+        };
+        if let Some((level, ctype, data, dlen)) = reply {
+            let word = mem::size_of::<usize>();
+            let total = header.saturating_add(dlen);
+            if let Some(h) = out.get_mut(..word) {
+                h.copy_from_slice(&total.to_ne_bytes());
+            }
+            if let Some(h) = out.get_mut(word..word.saturating_add(4)) {
+                h.copy_from_slice(&level.to_ne_bytes());
+            }
+            if let Some(h) = out.get_mut(word.saturating_add(4)..word.saturating_add(8)) {
+                h.copy_from_slice(&ctype.to_ne_bytes());
+            }
+            if let (Some(o), Some(d)) = (out.get_mut(header..total), data.get(..dlen)) {
+                o.copy_from_slice(d);
+            }
+            return cmsg_align(total);
+        }
+        pos = pos.saturating_add(cmsg_align(len));
+    }
+    0
+}
+
+/// Headers for sending a batch of responses with one sendmmsg call.
+pub(crate) struct SendBatch {
+    hdrs: Vec<libc::mmsghdr>,
+    iovs: Vec<libc::iovec>,
+    /// Outgoing ancillary data per reply (source address), when pktinfo is on.
+    ctrl: Vec<u64>,
+}
+
+/// What became of a batch of responses.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Sent {
+    pub(crate) sent: usize,
+    pub(crate) failed: usize,
+}
+
+impl SendBatch {
+    pub(crate) fn new(batch: usize) -> SendBatch {
+        let batch = batch.max(1);
+        SendBatch {
+            ctrl: vec![0; batch.saturating_mul(CTRL_WORDS)],
+            hdrs: (0..batch).map(|_| zeroed_mmsghdr()).collect(),
+            iovs: (0..batch)
+                .map(|_| libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Sends `outs[i]` to the sender of message `i` of `recv`, for each `i` in `which`.
+    pub(crate) fn send(
+        &mut self,
+        fd: RawFd,
+        recv: &RecvBatch,
+        outs: &[Vec<u8>],
+        which: &[usize],
+    ) -> Sent {
+        let mut count = 0usize;
+        for (((hdr, iov), ctrl), &i) in self
+            .hdrs
+            .iter_mut()
+            .zip(self.iovs.iter_mut())
+            .zip(self.ctrl.chunks_exact_mut(CTRL_WORDS))
+            .zip(which)
+        {
+            let (Some(out), Some(addr), Some(rhdr)) =
+                (outs.get(i), recv.addrs.get(i), recv.hdrs.get(i))
+            else {
+                continue;
+            };
+            // sendmsg only reads through these pointers; the casts to *mut are
+            // what the C struct layout demands.
+            iov.iov_base = out.as_ptr() as *mut libc::c_void;
+            iov.iov_len = out.len();
+            hdr.msg_hdr.msg_name =
+                (addr as *const libc::sockaddr_storage as *mut libc::sockaddr_storage).cast();
+            hdr.msg_hdr.msg_namelen = rhdr.msg_hdr.msg_namelen;
+            hdr.msg_hdr.msg_iov = iov;
+            hdr.msg_hdr.msg_iovlen = 1;
+            hdr.msg_hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_hdr.msg_controllen = 0;
+            if recv.pktinfo {
+                let mut out_bytes = [0u8; CTRL_WORDS * 8];
+                let len = recv
+                    .control(i)
+                    .map_or(0, |c| reply_pktinfo(&c, &mut out_bytes));
+                if len > 0 {
+                    for (w, chunk) in ctrl.iter_mut().zip(out_bytes.chunks_exact(8)) {
+                        *w = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+                    }
+                    hdr.msg_hdr.msg_control = ctrl.as_mut_ptr().cast();
+                    hdr.msg_hdr.msg_controllen = len;
+                }
+            }
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+            count = count.saturating_add(1);
+        }
+        let mut result = Sent::default();
+        let mut start = 0usize;
+        while start < count {
+            let Some(rest) = self.hdrs.get_mut(start..count) else {
+                break;
+            };
+            let vlen = libc::c_uint::try_from(rest.len()).unwrap_or(1);
+            // SAFETY: headers [start, count) were filled above from borrows of
+            // `recv` and `outs` that outlive this call; the kernel only reads them.
+            let r = unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), vlen, 0) };
+            if r > 0 {
+                let n = usize::try_from(r).unwrap_or(1);
+                result.sent = result.sent.saturating_add(n);
+                start = start.saturating_add(n);
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            if r < 0 && e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            // The first message of the rest failed (unreachable peer, full
+            // buffer...): skip it so one bad peer cannot stall the batch.
+            result.failed = result.failed.saturating_add(1);
+            start = start.saturating_add(1);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )]
+    use super::*;
+
+    fn cmsg(level: i32, ctype: i32, data: &[u8]) -> [u8; CTRL_WORDS * 8] {
+        let mut b = [0u8; CTRL_WORDS * 8];
+        let header = cmsg_align(mem::size_of::<libc::cmsghdr>());
+        let w = mem::size_of::<usize>();
+        b[..w].copy_from_slice(&(header + data.len()).to_ne_bytes());
+        b[w..w + 4].copy_from_slice(&level.to_ne_bytes());
+        b[w + 4..w + 8].copy_from_slice(&ctype.to_ne_bytes());
+        b[header..header + data.len()].copy_from_slice(data);
+        b
+    }
+
+    #[test]
+    fn ipv4_reply_is_sent_from_the_query_destination() {
+        // in_pktinfo: ifindex 3, spec_dst 10.0.0.9, addr (destination) 192.0.2.1
+        let got = cmsg(
+            libc::IPPROTO_IP,
+            libc::IP_PKTINFO,
+            &[3, 0, 0, 0, 10, 0, 0, 9, 192, 0, 2, 1],
+        );
+        let mut out = [0u8; CTRL_WORDS * 8];
+        let len = reply_pktinfo(&got, &mut out);
+        let header = cmsg_align(mem::size_of::<libc::cmsghdr>());
+        assert_eq!(len, cmsg_align(header + 12));
+        assert_eq!(
+            &out[header..header + 12],
+            &[0, 0, 0, 0, 192, 0, 2, 1, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn ipv6_reply_keeps_address_and_interface() {
+        let mut d = [0u8; 20];
+        d[0] = 0x20;
+        d[15] = 1;
+        d[16] = 2;
+        let got = cmsg(libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, &d);
+        let mut out = [0u8; CTRL_WORDS * 8];
+        let header = cmsg_align(mem::size_of::<libc::cmsghdr>());
+        assert_eq!(reply_pktinfo(&got, &mut out), cmsg_align(header + 20));
+        assert_eq!(&out[header..header + 20], &d);
+    }
+
+    #[test]
+    fn garbage_control_data_gives_no_reply_control() {
+        let mut out = [0u8; CTRL_WORDS * 8];
+        assert_eq!(reply_pktinfo(&[0xff; CTRL_WORDS * 8], &mut out), 0);
+        assert_eq!(reply_pktinfo(&[0; CTRL_WORDS * 8], &mut out), 0);
+    }
+
+    #[test]
+    fn empty_storage_is_no_address() {
+        assert_eq!(sockaddr_to_std(&zeroed_storage(), storage_len()), None);
+    }
+
+    #[test]
+    fn recv_batch_slots_never_shrink_below_a_minimal_query() {
+        let b = RecvBatch::new(0, 0, false);
+        assert_eq!(b.capacity(), 1);
+        assert_eq!(b.slot, 512);
+    }
+}

@@ -1,0 +1,348 @@
+//! UDP: one OS thread per worker, each with its own `SO_REUSEPORT` socket per
+//! listen address, so the kernel spreads queries over workers and each reply
+//! leaves from the socket (and so the address) it was sent to. A worker receives
+//! and sends in batches (recvmmsg/sendmmsg) with buffers allocated once: per query
+//! there is no allocation, no lock and no syscall of its own.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::error::NetError;
+use crate::shutdown::Shutdown;
+use crate::sys::{self, RecvBatch, SendBatch};
+use crate::QueryHandler;
+
+/// Datagrams received per recvmmsg call.
+pub const DEFAULT_BATCH: usize = 64;
+/// The largest query accepted over UDP; bigger datagrams are dropped. Queries to
+/// an authoritative server are a few hundred bytes; this leaves room for EDNS
+/// options and TSIG.
+pub const DEFAULT_MAX_UDP_QUERY: usize = 4096;
+/// Kernel receive buffer asked for each socket, to ride out bursts.
+pub const DEFAULT_RECV_BUFFER: usize = 4 << 20;
+/// Full batches drained from one socket before polling again, so one busy socket
+/// cannot starve the worker's others or delay shutdown.
+const MAX_BATCHES_PER_WAKE: usize = 32;
+
+#[derive(Debug, Clone)]
+pub struct UdpConfig {
+    pub batch: usize,
+    pub max_query_size: usize,
+    /// Initial capacity of each response buffer; it grows once if a response needs more.
+    pub response_capacity: usize,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        UdpConfig {
+            batch: DEFAULT_BATCH,
+            max_query_size: DEFAULT_MAX_UDP_QUERY,
+            response_capacity: 4096,
+        }
+    }
+}
+
+/// Bound sockets, not yet served: `sockets[w]` are worker `w`'s, one per address.
+#[derive(Debug)]
+pub struct UdpListeners {
+    sockets: Vec<Vec<Socket>>,
+    local_addrs: Vec<SocketAddr>,
+}
+
+/// Binds `workers` sockets to each of `addrs` with SO_REUSEPORT. A port of 0 is
+/// resolved by the first socket and reused for that address's others.
+pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, NetError> {
+    let workers = workers.max(1);
+    let mut sockets: Vec<Vec<Socket>> = (0..workers)
+        .map(|_| Vec::with_capacity(addrs.len()))
+        .collect();
+    let mut local_addrs = Vec::with_capacity(addrs.len());
+    for &addr in addrs {
+        let mut actual = addr;
+        for worker in sockets.iter_mut() {
+            let socket = bind_one(actual)?;
+            if actual.port() == 0 {
+                if let Some(a) = socket.local_addr().ok().and_then(|a| a.as_socket()) {
+                    actual = a;
+                }
+            }
+            worker.push(socket);
+        }
+        local_addrs.push(actual);
+    }
+    Ok(UdpListeners {
+        sockets,
+        local_addrs,
+    })
+}
+
+fn bind_one(addr: SocketAddr) -> Result<Socket, NetError> {
+    let opt = |option: &'static str| {
+        move |cause| NetError::SocketOption {
+            option,
+            addr,
+            cause,
+        }
+    };
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(
+        |cause| NetError::Bind {
+            proto: "udp",
+            addr,
+            cause,
+        },
+    )?;
+    if addr.is_ipv6() {
+        // One socket per family: a v6 socket must not also take v4 traffic, or
+        // the v4 listener would collide with it.
+        socket.set_only_v6(true).map_err(opt("IPV6_V6ONLY"))?;
+    }
+    socket.set_reuse_port(true).map_err(opt("SO_REUSEPORT"))?;
+    // Best effort: the kernel caps it at net.core.rmem_max.
+    let _ = socket.set_recv_buffer_size(DEFAULT_RECV_BUFFER);
+    if addr.ip().is_unspecified() {
+        sys::enable_pktinfo(socket.as_raw_fd(), addr.is_ipv6()).map_err(opt("IP_PKTINFO"))?;
+    }
+    socket.bind(&addr.into()).map_err(|cause| NetError::Bind {
+        proto: "udp",
+        addr,
+        cause,
+    })?;
+    Ok(socket)
+}
+
+impl UdpListeners {
+    /// The bound addresses, with any port 0 resolved.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    pub fn workers(&self) -> usize {
+        self.sockets.len()
+    }
+
+    /// Starts one thread per worker; `make_handler(w)` builds worker `w`'s handler.
+    pub fn spawn<F, H>(
+        self,
+        config: &UdpConfig,
+        mut make_handler: F,
+        shutdown: &Shutdown,
+    ) -> Result<UdpWorkers, NetError>
+    where
+        F: FnMut(usize) -> H,
+        H: QueryHandler + Send + 'static,
+    {
+        let mut workers = UdpWorkers {
+            threads: Vec::with_capacity(self.sockets.len()),
+            counters: Vec::with_capacity(self.sockets.len()),
+        };
+        for (w, sockets) in self.sockets.into_iter().enumerate() {
+            let handler = make_handler(w);
+            let counters = Arc::new(Counters::default());
+            let worker = Worker {
+                sockets,
+                handler,
+                config: config.clone(),
+                shutdown: shutdown.clone(),
+                counters: Arc::clone(&counters),
+            };
+            let thread = std::thread::Builder::new()
+                .name(format!("udp-{w}"))
+                .spawn(move || worker.run());
+            match thread {
+                Ok(t) => {
+                    workers.threads.push(t);
+                    workers.counters.push(counters);
+                }
+                Err(e) => {
+                    // Do not leave half a server running.
+                    shutdown.trigger();
+                    let _ = workers.join();
+                    return Err(NetError::Spawn(e));
+                }
+            }
+        }
+        Ok(workers)
+    }
+}
+
+/// Per-worker counters, bumped once per batch and summed when read.
+#[derive(Debug, Default)]
+struct Counters {
+    received: AtomicU64,
+    responded: AtomicU64,
+    dropped: AtomicU64,
+    send_errors: AtomicU64,
+}
+
+/// Totals over all workers.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UdpStats {
+    pub received: u64,
+    pub responded: u64,
+    pub dropped: u64,
+    pub send_errors: u64,
+}
+
+/// The running workers.
+#[derive(Debug)]
+pub struct UdpWorkers {
+    threads: Vec<JoinHandle<()>>,
+    counters: Vec<Arc<Counters>>,
+}
+
+impl UdpWorkers {
+    pub fn stats(&self) -> UdpStats {
+        let mut s = UdpStats::default();
+        for c in &self.counters {
+            s.received = s.received.wrapping_add(c.received.load(Ordering::Relaxed));
+            s.responded = s
+                .responded
+                .wrapping_add(c.responded.load(Ordering::Relaxed));
+            s.dropped = s.dropped.wrapping_add(c.dropped.load(Ordering::Relaxed));
+            s.send_errors = s
+                .send_errors
+                .wrapping_add(c.send_errors.load(Ordering::Relaxed));
+        }
+        s
+    }
+
+    /// Waits for every worker to stop (after the shutdown was triggered) and
+    /// returns the final totals.
+    pub fn join(self) -> UdpStats {
+        for t in self.threads {
+            if t.join().is_err() {
+                tracing::error!("a UDP worker panicked");
+            }
+        }
+        UdpWorkers {
+            threads: Vec::new(),
+            counters: self.counters,
+        }
+        .stats()
+    }
+}
+
+struct Worker<H> {
+    sockets: Vec<Socket>,
+    handler: H,
+    config: UdpConfig,
+    shutdown: Shutdown,
+    counters: Arc<Counters>,
+}
+
+impl<H: QueryHandler> Worker<H> {
+    fn run(mut self) {
+        let batch = self.config.batch.max(1);
+        // Sockets on a wildcard address need each reply's source set explicitly.
+        let pktinfo = self.sockets.iter().any(|s| {
+            s.local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .is_some_and(|a| a.ip().is_unspecified())
+        });
+        let mut recv = RecvBatch::new(batch, self.config.max_query_size, pktinfo);
+        let mut send = SendBatch::new(batch);
+        let mut outs: Vec<Vec<u8>> = (0..batch)
+            .map(|_| Vec::with_capacity(self.config.response_capacity))
+            .collect();
+        let mut which: Vec<usize> = Vec::with_capacity(batch);
+        // Slot 0 is the shutdown eventfd, then one per socket.
+        let mut fds: Vec<libc::pollfd> = std::iter::once(self.shutdown.raw_fd())
+            .chain(self.sockets.iter().map(|s| s.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        loop {
+            match sys::poll(&mut fds) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::error!(error = %e, "UDP worker cannot poll; stopping");
+                    return;
+                }
+            }
+            if fds.first().is_some_and(|p| p.revents != 0) || self.shutdown.is_triggered() {
+                return;
+            }
+            // The sockets stay owned by `self.sockets`; their fds are borrowed here.
+            for pfd in fds.iter().skip(1) {
+                if pfd.revents == 0 {
+                    continue;
+                }
+                let fd = pfd.fd;
+                for _ in 0..MAX_BATCHES_PER_WAKE {
+                    let n = match recv.recv(fd) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "recvmmsg failed");
+                            break;
+                        }
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    self.answer_batch(fd, n, &recv, &mut send, &mut outs, &mut which);
+                    // A short batch means the queue is empty: back to poll rather
+                    // than spend a syscall to learn it.
+                    if n < recv.capacity() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn answer_batch(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        n: usize,
+        recv: &RecvBatch,
+        send: &mut SendBatch,
+        outs: &mut [Vec<u8>],
+        which: &mut Vec<usize>,
+    ) {
+        which.clear();
+        for (i, out) in outs.iter_mut().enumerate().take(n) {
+            let (Some(query), Some(peer)) = (recv.payload(i), recv.peer(i)) else {
+                continue;
+            };
+            // A bug in answering must cost one query, not the worker: unwinding
+            // is caught here (free when nothing panics) and the query dropped.
+            let handler = &mut self.handler;
+            let respond = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                handler.handle(query, peer, out)
+            }));
+            match respond {
+                Ok(true) => which.push(i),
+                Ok(false) => {}
+                Err(_) => {
+                    out.clear();
+                    tracing::error!(%peer, "answering a query panicked; query dropped");
+                }
+            }
+        }
+        let sent = if which.is_empty() {
+            sys::Sent::default()
+        } else {
+            send.send(fd, recv, outs, which)
+        };
+        let n64 = u64::try_from(n).unwrap_or(0);
+        let answered = u64::try_from(which.len()).unwrap_or(0);
+        let c = &self.counters;
+        c.received.fetch_add(n64, Ordering::Relaxed);
+        c.responded
+            .fetch_add(u64::try_from(sent.sent).unwrap_or(0), Ordering::Relaxed);
+        c.dropped
+            .fetch_add(n64.saturating_sub(answered), Ordering::Relaxed);
+        c.send_errors
+            .fetch_add(u64::try_from(sent.failed).unwrap_or(0), Ordering::Relaxed);
+    }
+}
