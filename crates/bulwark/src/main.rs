@@ -1,1 +1,48 @@
-fn main() {}
+//! `bulwark`: the authoritative DNS server binary.
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+mod check;
+mod cli;
+mod config;
+mod control;
+mod demo;
+mod handler;
+mod logging;
+mod server;
+mod zones;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => match server::serve(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bulwark: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::CheckConfig { file } => check::check_config(&file),
+        Command::CheckZone { origin, file } => check::check_zone(&origin, &file),
+        Command::Ctl(args) => control::ctl(&args),
+        Command::Version => {
+            println!("bulwark {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}

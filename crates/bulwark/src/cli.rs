@@ -1,0 +1,114 @@
+//! The command line: `bulwark serve | check-config | check-zone | ctl | version`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// An authoritative DNS server.
+#[derive(Debug, Parser)]
+#[command(name = "bulwark", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve zones. With no --config and no --zone, serves a built-in demo zone
+    /// on 127.0.0.1:5300 (or the next free port).
+    Serve(ServeArgs),
+    /// Check a configuration file (and the zone files it names), then exit.
+    CheckConfig {
+        /// The TOML configuration file.
+        file: PathBuf,
+    },
+    /// Check one zone file, print every problem found, then exit.
+    CheckZone {
+        /// The zone's origin, e.g. `example.com.`.
+        origin: String,
+        /// The master file.
+        file: PathBuf,
+    },
+    /// Talk to a running server over its control socket.
+    Ctl(CtlArgs),
+    /// Print the version.
+    Version,
+}
+
+#[derive(Debug, Default, Clone, Args)]
+pub struct ServeArgs {
+    /// The TOML configuration file.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (UDP and TCP); repeat for more. Replaces the file's `listen`.
+    #[arg(long, short = 'l', value_name = "ADDR:PORT")]
+    pub listen: Vec<SocketAddr>,
+    /// A zone to serve, added to the file's zones; repeat for more.
+    #[arg(long, short = 'z', value_name = "ORIGIN=PATH")]
+    pub zone: Vec<String>,
+    /// UDP worker threads (default: one per CPU).
+    #[arg(long, short = 't', value_name = "N")]
+    pub threads: Option<usize>,
+    /// Log format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Log level or filter (error, warn, info, debug, trace, or `target=level,...`).
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Control socket path. Overrides `[control] socket`.
+    #[arg(long, value_name = "PATH")]
+    pub control_socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The server's control socket [default: the configuration file's
+    /// `[control] socket`, else /run/bulwark/control.sock].
+    #[arg(long, short = 's', value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Take the control socket path from this configuration file.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum CtlCommand {
+    /// Re-read the zone list and reload every zone; a zone that fails keeps its old copy.
+    Reload,
+    /// Stop the server.
+    Stop,
+    /// Print version, uptime, zones and counters.
+    Status,
+}
+
+impl CtlCommand {
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            CtlCommand::Reload => "reload",
+            CtlCommand::Stop => "stop",
+            CtlCommand::Status => "status",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,494 @@
+//! The configuration: one TOML file (every table `deny_unknown_fields`), command
+//! line flags laid over it, and the validated [`Settings`] the server runs with.
+//! Every error names where it is: `FILE:LINE:COL: message`, or the flag.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bulwark_auth::ChaosIdentity;
+use bulwark_proto::Name;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cli::{LogFormat, ServeArgs};
+
+/// DNS flag day 2020: a payload that avoids fragmentation on common paths.
+pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = bulwark_auth::DEFAULT_MAX_UDP_PAYLOAD;
+/// RFC 6891 §6.2.5: values below 512 are treated as 512.
+const MIN_UDP_PAYLOAD: u16 = 512;
+pub const DEFAULT_TCP_IDLE_TIMEOUT_SECS: u64 = 10;
+pub const DEFAULT_TCP_MAX_CONNECTIONS: usize = 1000;
+pub const DEFAULT_LISTEN: [&str; 2] = ["127.0.0.1:53", "[::1]:53"];
+pub const DEFAULT_LOG_LEVEL: &str = "info";
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub control: ControlSection,
+    #[serde(default)]
+    pub log: LogSection,
+    #[serde(default, rename = "zone")]
+    pub zones: Vec<ZoneSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    pub listen: Option<Vec<Spanned<String>>>,
+    pub threads: Option<Spanned<usize>>,
+    pub max_udp_payload: Option<Spanned<u16>>,
+    pub tcp_idle_timeout: Option<Spanned<u64>>,
+    pub tcp_max_connections: Option<Spanned<usize>>,
+    /// CH TXT `id.server.` (RFC 4892).
+    pub identity: Option<String>,
+    /// CH TXT `hostname.bind.`.
+    pub hostname: Option<String>,
+    /// CH TXT `version.bind.`.
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSection {
+    pub socket: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    pub format: Option<LogFormat>,
+    pub level: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSection {
+    pub origin: Spanned<String>,
+    pub file: Spanned<String>,
+}
+
+/// A zone to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSpec {
+    pub origin: Name,
+    pub path: PathBuf,
+}
+
+/// What the server runs with, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config_file: Option<PathBuf>,
+    pub listen: Vec<SocketAddr>,
+    /// Whether `listen` came from the user (else the defaults).
+    pub listen_given: bool,
+    pub threads: usize,
+    pub max_udp_payload: u16,
+    pub tcp_idle_timeout: Duration,
+    pub tcp_max_connections: usize,
+    pub chaos: ChaosIdentity,
+    pub control_socket: Option<PathBuf>,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub zones: Vec<ZoneSpec>,
+}
+
+/// Every problem found, one per line, each saying where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.join("\n"))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+impl ConfigError {
+    fn one(p: String) -> ConfigError {
+        ConfigError { problems: vec![p] }
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count().saturating_add(1);
+    let line_start = before.rfind('\n').map_or(0, |i| i.saturating_add(1));
+    let col = before
+        .get(line_start..)
+        .map_or(0, |s| s.chars().count())
+        .saturating_add(1);
+    (line, col)
+}
+
+/// Where things are in one file, for messages.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn at(&self, span: Range<usize>, message: impl std::fmt::Display) -> String {
+        let (line, col) = line_col(self.text, span.start);
+        format!("{}:{line}:{col}: {message}", self.file.display())
+    }
+}
+
+/// Parses the TOML text of `file`.
+pub fn parse_file(file: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+    toml::from_str::<ConfigFile>(text).map_err(|e| {
+        let message = e.message().trim_end().to_string();
+        match e.span() {
+            Some(span) => ConfigError::one(Source { file, text }.at(span, message)),
+            None => ConfigError::one(format!("{}: {message}", file.display())),
+        }
+    })
+}
+
+/// Reads `args.config` (if any), lays the flags over it and validates the result.
+pub fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
+    let (file, text, parsed) = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::one(format!("{}: cannot read: {e}", path.display())))?;
+            let parsed = parse_file(path, &text)?;
+            (Some(path.clone()), text, parsed)
+        }
+        None => (None, String::new(), ConfigFile::default()),
+    };
+    let no_file = PathBuf::from("<command line>");
+    let source = Source {
+        file: file.as_deref().unwrap_or(&no_file),
+        text: &text,
+    };
+    let base_dir = file
+        .as_deref()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    resolve(parsed, args, &source, file.clone(), &base_dir)
+}
+
+fn resolve(
+    f: ConfigFile,
+    args: &ServeArgs,
+    src: &Source<'_>,
+    config_file: Option<PathBuf>,
+    base_dir: &Path,
+) -> Result<Settings, ConfigError> {
+    let mut problems = Vec::new();
+
+    // Listen addresses: the flags replace the file's list.
+    let mut listen = Vec::new();
+    let mut listen_given = true;
+    if !args.listen.is_empty() {
+        listen.extend(args.listen.iter().copied());
+    } else if let Some(items) = &f.server.listen {
+        for item in items {
+            match item.get_ref().parse::<SocketAddr>() {
+                Ok(a) => listen.push(a),
+                Err(_) => problems.push(src.at(
+                    item.span(),
+                    format!(
+                        "listen: `{}` is not an address with a port, like 127.0.0.1:53 or [::1]:53",
+                        item.get_ref()
+                    ),
+                )),
+            }
+        }
+        if items.is_empty() {
+            problems.push(format!("{}: listen: the list is empty", src.file.display()));
+        }
+    } else {
+        listen_given = false;
+        listen.extend(
+            DEFAULT_LISTEN
+                .iter()
+                .filter_map(|a| a.parse::<SocketAddr>().ok()),
+        );
+    }
+    let mut seen_addrs = HashMap::new();
+    for a in &listen {
+        if seen_addrs.insert(*a, ()).is_some() {
+            problems.push(format!("listen: {a} is given twice"));
+        }
+    }
+
+    let threads = match (args.threads, &f.server.threads) {
+        (Some(n), _) => n,
+        (None, Some(n)) => *n.get_ref(),
+        (None, None) => 0,
+    };
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    };
+
+    let max_udp_payload = match &f.server.max_udp_payload {
+        Some(v) if *v.get_ref() < MIN_UDP_PAYLOAD => {
+            problems.push(src.at(
+                v.span(),
+                format!("max_udp_payload: must be at least {MIN_UDP_PAYLOAD}"),
+            ));
+            DEFAULT_MAX_UDP_PAYLOAD
+        }
+        Some(v) => *v.get_ref(),
+        None => DEFAULT_MAX_UDP_PAYLOAD,
+    };
+    let tcp_idle_timeout = match &f.server.tcp_idle_timeout {
+        Some(v) if *v.get_ref() == 0 => {
+            problems.push(src.at(v.span(), "tcp_idle_timeout: must be at least 1 second"));
+            DEFAULT_TCP_IDLE_TIMEOUT_SECS
+        }
+        Some(v) => *v.get_ref(),
+        None => DEFAULT_TCP_IDLE_TIMEOUT_SECS,
+    };
+    let tcp_max_connections = match &f.server.tcp_max_connections {
+        Some(v) if *v.get_ref() == 0 => {
+            problems.push(src.at(v.span(), "tcp_max_connections: must be at least 1"));
+            DEFAULT_TCP_MAX_CONNECTIONS
+        }
+        Some(v) => *v.get_ref(),
+        None => DEFAULT_TCP_MAX_CONNECTIONS,
+    };
+
+    let log_format = args.log_format.or(f.log.format).unwrap_or_default();
+    let log_level = match (&args.log_level, &f.log.level) {
+        (Some(l), _) => {
+            if let Err(e) = tracing_subscriber::EnvFilter::try_new(l) {
+                problems.push(format!("--log-level: `{l}`: {e}"));
+            }
+            l.clone()
+        }
+        (None, Some(l)) => {
+            if let Err(e) = tracing_subscriber::EnvFilter::try_new(l.get_ref()) {
+                problems.push(src.at(l.span(), format!("level: `{}`: {e}", l.get_ref())));
+            }
+            l.get_ref().clone()
+        }
+        (None, None) => DEFAULT_LOG_LEVEL.to_string(),
+    };
+
+    let control_socket = args
+        .control_socket
+        .clone()
+        .or_else(|| f.control.socket.as_ref().map(|s| base_dir.join(s)));
+
+    // Zones: the file's, then the flags'.
+    let mut zones: Vec<ZoneSpec> = Vec::new();
+    let mut origins: HashMap<Name, String> = HashMap::new();
+    for z in &f.zones {
+        let where_ = src.at(z.origin.span(), "");
+        let where_ = where_.trim_end_matches(": ").to_string();
+        match parse_origin(z.origin.get_ref()) {
+            Ok(origin) => {
+                if let Some(first) = origins.get(&origin) {
+                    problems.push(src.at(
+                        z.origin.span(),
+                        format!("zone {origin} is already defined at {first}"),
+                    ));
+                } else {
+                    origins.insert(origin.clone(), where_);
+                    let path = base_dir.join(z.file.get_ref());
+                    if z.file.get_ref().is_empty() {
+                        problems.push(src.at(z.file.span(), "file: the path is empty"));
+                    }
+                    zones.push(ZoneSpec { origin, path });
+                }
+            }
+            Err(e) => problems.push(src.at(
+                z.origin.span(),
+                format!("origin: `{}`: {e}", z.origin.get_ref()),
+            )),
+        }
+    }
+    for z in &args.zone {
+        let Some((origin, path)) = z.split_once('=') else {
+            problems.push(format!("--zone {z}: expected ORIGIN=PATH"));
+            continue;
+        };
+        match parse_origin(origin) {
+            Ok(origin) => {
+                if let Some(first) = origins.get(&origin) {
+                    problems.push(format!(
+                        "--zone {z}: zone {origin} is already defined at {first}"
+                    ));
+                } else if path.is_empty() {
+                    problems.push(format!("--zone {z}: the path is empty"));
+                } else {
+                    origins.insert(origin.clone(), format!("--zone {z}"));
+                    zones.push(ZoneSpec {
+                        origin,
+                        path: PathBuf::from(path),
+                    });
+                }
+            }
+            Err(e) => problems.push(format!("--zone {z}: origin: {e}")),
+        }
+    }
+
+    if !problems.is_empty() {
+        return Err(ConfigError { problems });
+    }
+    Ok(Settings {
+        config_file,
+        listen,
+        listen_given,
+        threads,
+        max_udp_payload,
+        tcp_idle_timeout: Duration::from_secs(tcp_idle_timeout),
+        tcp_max_connections,
+        chaos: ChaosIdentity {
+            id_server: f.server.identity,
+            hostname: f.server.hostname,
+            version: f.server.version,
+        },
+        control_socket,
+        log_format,
+        log_level,
+        zones,
+    })
+}
+
+/// A zone origin: a domain name, taken as absolute whether or not it ends in a dot.
+pub fn parse_origin(text: &str) -> Result<Name, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("the name is empty".to_string());
+    }
+    text.parse::<Name>()
+        .map(|n| n.to_lowercase())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn settings(text: &str) -> Result<Settings, ConfigError> {
+        let file = Path::new("/etc/bulwark/bulwark.toml");
+        let parsed = parse_file(file, text)?;
+        let src = Source { file, text };
+        resolve(
+            parsed,
+            &ServeArgs::default(),
+            &src,
+            Some(file.to_path_buf()),
+            Path::new("/etc/bulwark"),
+        )
+    }
+
+    #[test]
+    fn line_col_counts_from_one_in_characters() {
+        assert_eq!(line_col("ab\ncdé f", 0), (1, 1));
+        assert_eq!(line_col("ab\ncdé f", 3), (2, 1));
+        assert_eq!(line_col("ab\ncdé f", 8), (2, 5));
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_column() {
+        let err = settings("[server]\nthreads = 2\nlisten_on = []\n").unwrap_err();
+        assert_eq!(err.problems.len(), 1);
+        assert!(
+            err.problems[0].starts_with("/etc/bulwark/bulwark.toml:3:1: "),
+            "{err}"
+        );
+        assert!(err.problems[0].contains("listen_on"), "{err}");
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let s = settings("").unwrap();
+        assert_eq!(s.max_udp_payload, 1232);
+        assert_eq!(s.tcp_idle_timeout, Duration::from_secs(10));
+        assert_eq!(s.tcp_max_connections, 1000);
+        assert_eq!(s.listen.len(), 2);
+        assert!(!s.listen_given);
+        assert!(s.control_socket.is_none());
+        assert_eq!(s.chaos, ChaosIdentity::default());
+    }
+
+    #[test]
+    fn zone_paths_are_relative_to_the_config_file() {
+        let s = settings("[[zone]]\norigin = \"Example.COM\"\nfile = \"zones/example.com.zone\"\n")
+            .unwrap();
+        assert_eq!(s.zones.len(), 1);
+        assert_eq!(s.zones[0].origin.to_string(), "example.com.");
+        assert_eq!(
+            s.zones[0].path,
+            Path::new("/etc/bulwark/zones/example.com.zone")
+        );
+    }
+
+    #[test]
+    fn duplicate_zone_names_both_places() {
+        let text = "[[zone]]\norigin = \"a.test.\"\nfile = \"a\"\n[[zone]]\norigin = \"A.test\"\nfile = \"b\"\n";
+        let err = settings(text).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert!(
+            err.problems[0].starts_with("/etc/bulwark/bulwark.toml:5:10: "),
+            "{err}"
+        );
+        assert!(err.problems[0].contains("bulwark.toml:2:10"), "{err}");
+    }
+
+    #[test]
+    fn bad_address_and_bad_origin_are_each_reported_where_they_are() {
+        let text =
+            "[server]\nlisten = [\"127.0.0.1\"]\n[[zone]]\norigin = \"a..b\"\nfile = \"x\"\n";
+        let err = settings(text).unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(
+            err.problems[0].starts_with("/etc/bulwark/bulwark.toml:2:11: listen"),
+            "{err}"
+        );
+        assert!(
+            err.problems[1].starts_with("/etc/bulwark/bulwark.toml:4:10: origin"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn small_udp_payload_is_rejected() {
+        let err = settings("[server]\nmax_udp_payload = 100\n").unwrap_err();
+        assert!(err.problems[0].contains(":2:19: max_udp_payload"), "{err}");
+    }
+
+    #[test]
+    fn flags_replace_listen_and_add_zones() {
+        let file = Path::new("b.toml");
+        let text =
+            "[server]\nlisten = [\"127.0.0.1:53\"]\n[[zone]]\norigin = \"a.test.\"\nfile = \"a\"\n";
+        let args = ServeArgs {
+            listen: vec!["[::1]:5353".parse().unwrap()],
+            zone: vec!["b.test=/z/b".to_string()],
+            threads: Some(3),
+            ..ServeArgs::default()
+        };
+        let s = resolve(
+            parse_file(file, text).unwrap(),
+            &args,
+            &Source { file, text },
+            None,
+            Path::new(""),
+        )
+        .unwrap();
+        assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(s.zones.len(), 2);
+        assert_eq!(s.zones[1].path, Path::new("/z/b"));
+        assert_eq!(s.threads, 3);
+    }
+
+    #[test]
+    fn chaos_identity_is_off_unless_set() {
+        let s = settings("[server]\nidentity = \"ns1\"\n").unwrap();
+        assert_eq!(s.chaos.id_server.as_deref(), Some("ns1"));
+        assert_eq!(s.chaos.version, None);
+    }
+}

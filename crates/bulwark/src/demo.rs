@@ -1,0 +1,96 @@
+//! The built-in demo zone, so `bulwark serve` with no arguments shows something.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use crate::config::{parse_origin, ZoneSpec};
+
+pub const DEMO_ORIGIN: &str = "demo.example.";
+pub const DEMO_ZONE: &str = include_str!("demo.zone");
+/// The first port tried, high enough to need no privileges.
+pub const DEMO_PORT: u16 = 5300;
+/// Ports tried after DEMO_PORT when it is taken.
+pub const DEMO_PORT_TRIES: u16 = 100;
+pub const DEMO_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// The demo zone written to a private temporary file, removed when dropped. The
+/// zone loader reads files, so the embedded text goes through the same path as
+/// any other zone.
+#[derive(Debug)]
+pub struct DemoZone {
+    path: PathBuf,
+}
+
+impl DemoZone {
+    pub fn write() -> std::io::Result<DemoZone> {
+        let path = std::env::temp_dir().join(format!("bulwark-demo-{}.zone", std::process::id()));
+        // create_new (O_EXCL): never write through a file or symlink someone else
+        // planted at this name in a shared temporary directory.
+        let create = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // Left by an earlier process with the same PID.
+                std::fs::remove_file(&path)?;
+                create()?
+            }
+            r => r?,
+        };
+        f.write_all(DEMO_ZONE.as_bytes())?;
+        f.sync_all()?;
+        Ok(DemoZone { path })
+    }
+
+    pub fn spec(&self) -> Option<ZoneSpec> {
+        Some(ZoneSpec {
+            origin: parse_origin(DEMO_ORIGIN).ok()?,
+            path: self.path.clone(),
+        })
+    }
+}
+
+impl Drop for DemoZone {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The lines printed once the demo server is up, ready to paste.
+pub fn banner(addr: SocketAddr) -> String {
+    let ip = addr.ip();
+    let port = addr.port();
+    format!(
+        "bulwark is serving the demo zone {DEMO_ORIGIN} on {addr} (UDP and TCP). Try:\n  \
+         dig @{ip} -p {port} www.demo.example A\n  \
+         kdig @{ip} -p {port} +tcp mail.demo.example AAAA\n\
+         Stop with Ctrl-C.\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn banner_names_address_and_port_for_dig_and_kdig() {
+        let b = banner("127.0.0.1:5301".parse().unwrap());
+        assert!(b.contains("dig @127.0.0.1 -p 5301 www.demo.example A"));
+        assert!(b.contains("kdig @127.0.0.1 -p 5301"));
+    }
+
+    #[test]
+    fn demo_zone_file_is_written_and_removed() {
+        let d = DemoZone::write().unwrap();
+        let path = d.path.clone();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), DEMO_ZONE);
+        assert_eq!(d.spec().unwrap().origin.to_string(), DEMO_ORIGIN);
+        drop(d);
+        assert!(!path.exists());
+    }
+}

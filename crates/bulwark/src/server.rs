@@ -1,0 +1,352 @@
+//! `bulwark serve`: wires configuration, zones, sockets, signals and the control
+//! socket together, and runs until SIGTERM, SIGINT or `ctl stop`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use bulwark_auth::{AnswerConfig, Transport};
+use bulwark_net::{
+    bind_tcp, bind_udp, serve_tcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
+    UdpListeners, UdpWorkers,
+};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::cli::ServeArgs;
+use crate::config::{self, Settings, ZoneSpec};
+use crate::demo::{self, DemoZone};
+use crate::handler::ServerHandler;
+use crate::logging;
+use crate::zones::Zones;
+
+/// Where the zone list comes from on a reload.
+#[derive(Debug)]
+enum ZoneSource {
+    /// Re-read the configuration file and flags.
+    Config(ServeArgs),
+    /// The built-in demo zone.
+    Demo(Vec<ZoneSpec>),
+}
+
+/// The running server, shared by the signal handler and the control socket.
+#[derive(Debug)]
+pub struct App {
+    source: ZoneSource,
+    /// The addresses asked for at start, to notice a reload that changes them.
+    listen: Vec<SocketAddr>,
+    zones: Zones,
+    shutdown: Shutdown,
+    udp: Mutex<Option<UdpWorkers>>,
+    tcp_stats: Arc<TcpStats>,
+    started: Instant,
+}
+
+impl App {
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
+    }
+
+    /// Runs one control command: `(ok, lines of detail)`.
+    pub async fn command(self: &Arc<Self>, command: &str) -> (bool, Vec<String>) {
+        match command {
+            "reload" => self.reload().await,
+            "stop" => {
+                tracing::info!("stop requested over the control socket");
+                self.shutdown.trigger();
+                (true, vec!["stopping".to_string()])
+            }
+            "status" => (true, self.status()),
+            other => (
+                false,
+                vec![format!(
+                    "error: unknown command `{other}` (reload, stop, status)"
+                )],
+            ),
+        }
+    }
+
+    /// Re-reads the zone list and reloads every zone on a blocking thread.
+    pub async fn reload(self: &Arc<Self>) -> (bool, Vec<String>) {
+        tracing::info!("reloading zones");
+        let specs = match &self.source {
+            ZoneSource::Demo(specs) => specs.clone(),
+            ZoneSource::Config(args) => match config::load(args) {
+                Ok(s) => {
+                    if s.listen != self.listen {
+                        tracing::warn!("listen addresses changed in the configuration; they take effect on restart");
+                    }
+                    s.zones
+                }
+                Err(e) => {
+                    for p in &e.problems {
+                        tracing::error!("{p}");
+                    }
+                    tracing::warn!("configuration has errors; nothing reloaded");
+                    let mut lines =
+                        vec!["error: configuration has errors; nothing reloaded".to_string()];
+                    lines.extend(e.problems);
+                    return (false, lines);
+                }
+            },
+        };
+        let app = Arc::clone(self);
+        let report = match tokio::task::spawn_blocking(move || app.zones.load(&specs)).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "zone reload task failed");
+                return (false, vec![format!("error: reload failed: {e}")]);
+            }
+        };
+        let ok = report.all_loaded();
+        tracing::info!(zones = self.zones.current().len(), ok, "reload done");
+        let mut lines = Vec::new();
+        if !ok {
+            lines.push("error: some zones failed to load".to_string());
+        }
+        lines.extend(report.lines());
+        (ok, lines)
+    }
+
+    fn status(&self) -> Vec<String> {
+        let mut lines = vec![
+            format!("version {}", env!("CARGO_PKG_VERSION")),
+            format!("uptime {}s", self.started.elapsed().as_secs()),
+        ];
+        let zones = self.zones.summaries();
+        lines.push(format!("zones {}", zones.len()));
+        for (origin, serial, names) in zones {
+            let serial = serial.map_or_else(|| "-".to_string(), |s| s.to_string());
+            lines.push(format!("zone {origin} serial {serial} names {names}"));
+        }
+        if let Ok(guard) = self.udp.lock() {
+            if let Some(udp) = guard.as_ref() {
+                let s = udp.stats();
+                lines.push(format!(
+                    "udp received {} responded {} dropped {} send_errors {}",
+                    s.received, s.responded, s.dropped, s.send_errors
+                ));
+            }
+        }
+        let t = &self.tcp_stats;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        lines.push(format!(
+            "tcp accepted {} rejected {} queries {}",
+            load(&t.accepted),
+            load(&t.rejected),
+            load(&t.queries)
+        ));
+        lines
+    }
+}
+
+/// Binds TCP, then UDP (one socket per worker) on every address. TCP goes first:
+/// its listener does not share ports, so a second server on the same address
+/// fails here instead of silently splitting the UDP traffic through SO_REUSEPORT.
+fn bind_all(
+    addrs: &[SocketAddr],
+    threads: usize,
+) -> Result<(UdpListeners, Vec<std::net::TcpListener>), NetError> {
+    let tcp = addrs
+        .iter()
+        .map(|a| bind_tcp(*a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bound: Vec<SocketAddr> = tcp
+        .iter()
+        .zip(addrs)
+        .map(|(l, a)| l.local_addr().unwrap_or(*a))
+        .collect();
+    let udp = bind_udp(&bound, threads)?;
+    Ok((udp, tcp))
+}
+
+/// The demo's listener: 127.0.0.1:5300, or the next free port.
+fn bind_demo(threads: usize) -> Result<(UdpListeners, Vec<std::net::TcpListener>), NetError> {
+    let mut last = None;
+    for offset in 0..demo::DEMO_PORT_TRIES {
+        let port = demo::DEMO_PORT.saturating_add(offset);
+        match bind_all(&[SocketAddr::new(demo::DEMO_ADDR, port)], threads) {
+            Err(e) if e.is_addr_in_use() => last = Some(e),
+            r => return r,
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| NetError::Listener(std::io::Error::from(std::io::ErrorKind::AddrInUse))))
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let demo_mode = args.config.is_none() && args.zone.is_empty();
+    let settings: Settings = match config::load(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            for p in &e.problems {
+                eprintln!("{p}");
+            }
+            anyhow::bail!("invalid configuration");
+        }
+    };
+    logging::init(settings.log_format, &settings.log_level)?;
+    if let Some(file) = &settings.config_file {
+        tracing::info!(file = %file.display(), "configuration loaded");
+    }
+
+    let demo_zone = if demo_mode {
+        Some(DemoZone::write().context("cannot write the demo zone to a temporary file")?)
+    } else {
+        None
+    };
+    let source = match &demo_zone {
+        Some(d) => ZoneSource::Demo(d.spec().into_iter().collect()),
+        None => ZoneSource::Config(args.clone()),
+    };
+    let initial_specs = match &source {
+        ZoneSource::Demo(specs) => specs.clone(),
+        ZoneSource::Config(_) => settings.zones.clone(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.threads.max(1))
+        .thread_name("bulwark-rt")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let _entered = runtime.enter();
+
+    // Signals first: SIGHUP's default action would kill a server that is still loading.
+    let mut sighup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+
+    let shutdown = Shutdown::new()?;
+    let app = Arc::new(App {
+        source,
+        listen: settings.listen.clone(),
+        zones: Zones::new(),
+        shutdown: shutdown.clone(),
+        udp: Mutex::new(None),
+        tcp_stats: Arc::new(TcpStats::default()),
+        started: Instant::now(),
+    });
+    let report = app.zones.load(&initial_specs);
+    tracing::info!(
+        zones = app.zones.current().len(),
+        failed = report
+            .outcomes
+            .len()
+            .saturating_sub(app.zones.current().len()),
+        "zones loaded"
+    );
+
+    let control = match &settings.control_socket {
+        Some(path) => Some((crate::control::bind(path)?, path.clone())),
+        None => None,
+    };
+
+    let (udp, tcp) = if demo_mode && !settings.listen_given {
+        bind_demo(settings.threads)?
+    } else {
+        bind_all(&settings.listen, settings.threads)?
+    };
+    let addrs = udp.local_addrs().to_vec();
+
+    let answer_config = Arc::new(AnswerConfig {
+        max_udp_payload: settings.max_udp_payload,
+        chaos: settings.chaos.clone(),
+    });
+    let snapshot = app.zones.snapshot();
+    let workers = udp.spawn(
+        &UdpConfig::default(),
+        |_| {
+            ServerHandler::new(
+                Arc::clone(&answer_config),
+                Arc::clone(&snapshot),
+                Transport::Udp,
+            )
+        },
+        &shutdown,
+    )?;
+    if let Ok(mut g) = app.udp.lock() {
+        *g = Some(workers);
+    }
+    let tcp_config = TcpConfig {
+        idle_timeout: settings.tcp_idle_timeout,
+        max_connections: settings.tcp_max_connections,
+        ..TcpConfig::default()
+    };
+    {
+        let (answer_config, snapshot) = (Arc::clone(&answer_config), Arc::clone(&snapshot));
+        let make = move || {
+            ServerHandler::new(
+                Arc::clone(&answer_config),
+                Arc::clone(&snapshot),
+                Transport::Tcp,
+            )
+        };
+        let (stats, shutdown) = (Arc::clone(&app.tcp_stats), shutdown.clone());
+        runtime.spawn(async move {
+            if let Err(e) = serve_tcp(tcp, tcp_config, make, stats, shutdown.clone()).await {
+                tracing::error!(error = %e, "TCP listeners failed; stopping");
+                shutdown.trigger();
+            }
+        });
+    }
+    if let Some((listener, path)) = control {
+        tracing::info!(socket = %path.display(), "control socket ready");
+        runtime.spawn(crate::control::serve(listener, Arc::clone(&app)));
+    }
+    {
+        let app = Arc::clone(&app);
+        runtime.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = sighup.recv() => {
+                        tracing::info!("SIGHUP: reloading");
+                        let _ = app.reload().await;
+                    }
+                    _ = sigterm.recv() => {
+                        tracing::info!("SIGTERM: stopping");
+                        app.shutdown.trigger();
+                        return;
+                    }
+                    _ = sigint.recv() => {
+                        tracing::info!("SIGINT: stopping");
+                        app.shutdown.trigger();
+                        return;
+                    }
+                    _ = app.shutdown.wait() => return,
+                }
+            }
+        });
+    }
+
+    for a in &addrs {
+        tracing::info!(address = %a, threads = settings.threads, "listening on UDP and TCP");
+    }
+    if demo_mode {
+        if let Some(a) = addrs.first() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(demo::banner(*a).as_bytes());
+            let _ = out.flush();
+        }
+    }
+    tracing::info!("ready");
+
+    runtime.block_on(shutdown.wait());
+    let workers = app.udp.lock().ok().and_then(|mut g| g.take());
+    if let Some(w) = workers {
+        let s = w.join();
+        tracing::info!(
+            received = s.received,
+            responded = s.responded,
+            "UDP workers stopped"
+        );
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(path) = &settings.control_socket {
+        let _ = std::fs::remove_file(path);
+    }
+    drop(demo_zone);
+    tracing::info!("stopped");
+    Ok(())
+}
