@@ -562,7 +562,12 @@ impl Default for Name {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::arithmetic_side_effects
+    )]
     use super::*;
 
     fn n(s: &str) -> Name {

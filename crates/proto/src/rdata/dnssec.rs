@@ -471,9 +471,9 @@ impl fmt::Display for TypeBitmap {
     }
 }
 
-/// An NSEC always covers at least itself (RFC 4034 §4.1.2 sets the NSEC bit),
-/// so an empty bitmap is malformed; BIND and others reject it. NSEC3 may be
-/// empty (RFC 5155 §3.2.1: empty non-terminals).
+/// An NSEC always lists at least NSEC and RRSIG (RFC 4035 §2.3), so an empty
+/// bitmap is malformed; BIND rejects it too. NSEC3 bitmaps may be empty: the
+/// NSEC3 of an empty non-terminal has no types (RFC 5155).
 fn nonempty_bitmap(b: TypeBitmap) -> Option<TypeBitmap> {
     (!b.is_empty()).then_some(b)
 }

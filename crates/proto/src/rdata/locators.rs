@@ -14,7 +14,7 @@ fn bad(r: &Reader<'_>, what: &'static str) -> WireError {
     }
 }
 
-/// URI record data (RFC 7553 §4.5): the target fills the rest of the rdata,
+/// URI record data (RFC 7553 §4): the target fills the rest of the rdata,
 /// without a length octet, and is not empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Uri {

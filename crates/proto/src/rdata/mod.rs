@@ -323,8 +323,8 @@ impl Rdata {
             }
         }
         if rtype.is_meta() {
-            // RFC 3597 §5: meta and query types have no presentation format of
-            // their own; only the generic form can carry their data.
+            // Meta and query types (RFC 6895 §3.1) have no presentation format
+            // of their own; only the RFC 3597 §5 generic form carries their data.
             return Err(text_error(0, "\\# generic data for this type"));
         }
         let mut f = Fields::new(fields, origin);

@@ -133,13 +133,13 @@ pub const CASES: &[(Rtype, &str, Option<&str>)] = &[
         Some("2018031900 1 1 C68090D90A7AED716BC459F9340E3D7C1370D4D24B7E2FC3A1DDC0B9A87153B9A9713B3C9AE5CC27777F98B8E730044C"),
     ),
     (Rtype::SMIMEA, "3 0 1 AABBCCDDEEFF00112233445566778899AABBCCDDEEFF00112233445566778899", None),
-    // RFC 7477 §2.1.1 example.
+    // The example of RFC 7477.
     (Rtype::CSYNC, "66 3 A NS AAAA", None),
     (Rtype::CSYNC, "1 0", None),
     (Rtype::OPENPGPKEY, "mQINBFit2jsBEADrbl5vjVxYeAE0g0IDYCBpHirv1Sjlqxx5gjtPhb2YhvyDMXjq", None),
-    // RFC 4701 §3.6.
+    // An example of RFC 4701.
     (Rtype::DHCID, "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA=", None),
-    // RFC 7553 §4.5.
+    // RFC 7553.
     (Rtype::URI, r#"10 1 "ftp://ftp1.example.com/public""#, None),
     (Rtype::URI, r#"10 1 "https://example.com/a\"b""#, None),
     (Rtype::CERT, "PGP 0 0 AAEC", Some("3 0 0 AAEC")),
