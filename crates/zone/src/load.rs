@@ -42,10 +42,19 @@ pub fn load_zone_file(origin: &Name, path: &Path) -> Result<Zone, LoadError> {
 }
 
 /// Like [`load_zone_file`], also returning the warnings of a zone that loaded.
+///
+/// Records go from the parser straight into the [`ZoneBuilder`]'s compact form,
+/// so the typed records (several hundred octets each) are never all held at
+/// once. When the parser reports problems what was built is dropped.
 pub fn load_zone_file_with_warnings(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
-    let records = parse(path, origin)?;
-    load_records(origin, records, &file)
+    let mut builder = ZoneBuilder::new(origin);
+    crate::parse::parse_file_with(path, origin, &mut |r| builder.add(r)).map_err(
+        |diagnostics| LoadError {
+            problems: diagnostics.iter().map(ToString::to_string).collect(),
+        },
+    )?;
+    build(builder, &file)
 }
 
 /// Checks and builds a zone from records already parsed out of `file` (the name
@@ -55,17 +64,15 @@ pub fn load_records(origin: &Name, records: Vec<Record>, file: &str) -> Result<L
     for r in records {
         builder.add(r);
     }
+    build(builder, file)
+}
+
+/// Finishes the zone and runs the load-time checks; `file` prefixes each problem.
+fn build(builder: ZoneBuilder, file: &str) -> Result<Loaded, LoadError> {
     match Zone::build_from(builder) {
         Ok((zone, warnings)) => Ok(Loaded { zone, warnings }),
         Err(problems) => Err(LoadError {
             problems: problems.iter().map(|p| format!("{file}: {p}")).collect(),
         }),
     }
-}
-
-/// The master-file parser's records, or its diagnostics one per line.
-fn parse(path: &Path, origin: &Name) -> Result<Vec<Record>, LoadError> {
-    crate::parse::parse_file(path, origin).map_err(|diagnostics| LoadError {
-        problems: diagnostics.iter().map(ToString::to_string).collect(),
-    })
 }

@@ -31,9 +31,24 @@ type RdataParser = fn(Rtype, &[Field<'_>], &Name) -> Result<Rdata, RdataTextErro
 /// Parses the master file at `path` for the zone `origin` (the initial `$ORIGIN`).
 /// `$INCLUDE` paths are taken relative to the directory of the file that names them.
 pub fn parse_file(path: &Path, origin: &Name) -> Result<Vec<Record>, Vec<Diagnostic>> {
-    let mut parser = Parser::new(Rdata::parse_presentation);
-    parser.include_file(path, origin.clone(), None);
-    parser.finish()
+    collect(|sink| file_with(Rdata::parse_presentation, path, origin, sink))
+}
+
+/// Like [`parse_file`], handing each record to `sink` as soon as it is complete
+/// instead of gathering them all, so that a large zone is never held as typed
+/// records at once. Records come in file order, as [`parse_file`] returns them.
+///
+/// The one exception to "as soon as complete": a record with no TTL before any
+/// `$TTL`, earlier TTL or SOA takes the SOA minimum (RFC 2308 §4), so it and the
+/// records after it are held back until the first SOA gives that value.
+///
+/// On `Err` the sink may already have received records; the caller discards them.
+pub fn parse_file_with(
+    path: &Path,
+    origin: &Name,
+    sink: &mut impl FnMut(Record),
+) -> Result<(), Vec<Diagnostic>> {
+    file_with(Rdata::parse_presentation, path, origin, sink)
 }
 
 /// Parses master-file text; `file_label` names it in diagnostics. Text has no
@@ -46,13 +61,53 @@ pub fn parse_str(
     parse_with(Rdata::parse_presentation, text, origin, file_label)
 }
 
+/// Like [`parse_str`], handing each record to `sink` as [`parse_file_with`] does.
+pub fn parse_str_with(
+    text: &str,
+    origin: &Name,
+    file_label: &str,
+    sink: &mut impl FnMut(Record),
+) -> Result<(), Vec<Diagnostic>> {
+    text_with(Rdata::parse_presentation, text, origin, file_label, sink)
+}
+
+/// Gathers what a streaming parse hands out.
+fn collect(
+    parse: impl FnOnce(&mut dyn FnMut(Record)) -> Result<(), Vec<Diagnostic>>,
+) -> Result<Vec<Record>, Vec<Diagnostic>> {
+    let mut records = Vec::new();
+    parse(&mut |r| records.push(r))?;
+    Ok(records)
+}
+
 fn parse_with(
     rdata_parser: RdataParser,
     text: &str,
     origin: &Name,
     file_label: &str,
 ) -> Result<Vec<Record>, Vec<Diagnostic>> {
-    let mut parser = Parser::new(rdata_parser);
+    collect(|sink| text_with(rdata_parser, text, origin, file_label, sink))
+}
+
+fn file_with(
+    rdata_parser: RdataParser,
+    path: &Path,
+    origin: &Name,
+    sink: &mut dyn FnMut(Record),
+) -> Result<(), Vec<Diagnostic>> {
+    let mut parser = Parser::new(rdata_parser, sink);
+    parser.include_file(path, origin.clone(), None);
+    parser.finish()
+}
+
+fn text_with(
+    rdata_parser: RdataParser,
+    text: &str,
+    origin: &Name,
+    file_label: &str,
+    sink: &mut dyn FnMut(Record),
+) -> Result<(), Vec<Diagnostic>> {
+    let mut parser = Parser::new(rdata_parser, sink);
     let mut file = FileState {
         label: file_label.to_owned(),
         dir: None,
@@ -83,9 +138,10 @@ struct Head {
     data: usize,
 }
 
-#[derive(Debug)]
-struct Parser {
+struct Parser<'s> {
     rdata_parser: RdataParser,
+    /// Where finished records go.
+    sink: &'s mut dyn FnMut(Record),
     /// The zone's class: the first record's, IN when it names none.
     class: Option<Class>,
     /// RFC 2308 §4: `$TTL`, the TTL of records that give none.
@@ -93,10 +149,13 @@ struct Parser {
     /// Without `$TTL`, a record with no TTL takes the last one given (RFC 1035 §5.1).
     last_ttl: Option<u32>,
     soa_minimum: Option<u32>,
-    records: Vec<Record>,
-    /// Records with no TTL to take: they get the SOA minimum (RFC 2308 §4, as
-    /// BIND does), or this diagnostic when there is no SOA.
-    untimed: Vec<(usize, Diagnostic)>,
+    /// Records held back while the first of them waits for the SOA minimum,
+    /// the TTL of records with none to take (RFC 2308 §4, as BIND does); the
+    /// flag marks those that take it. Later records queue behind them so that
+    /// the sink sees file order.
+    held: Vec<(Record, bool)>,
+    /// The diagnostic for the first record with no TTL, reported if no SOA comes.
+    untimed: Option<Diagnostic>,
     diagnostics: Vec<Diagnostic>,
     /// Canonical paths of the files being read, outermost first.
     includes: Vec<PathBuf>,
@@ -125,16 +184,17 @@ fn soa_minimum(rdata: &Rdata) -> Option<u32> {
     Some(u32::from_be_bytes(last))
 }
 
-impl Parser {
-    fn new(rdata_parser: RdataParser) -> Parser {
+impl<'s> Parser<'s> {
+    fn new(rdata_parser: RdataParser, sink: &'s mut dyn FnMut(Record)) -> Parser<'s> {
         Parser {
             rdata_parser,
+            sink,
             class: None,
             default_ttl: None,
             last_ttl: None,
             soa_minimum: None,
-            records: Vec::new(),
-            untimed: Vec::new(),
+            held: Vec::new(),
+            untimed: None,
             diagnostics: Vec::new(),
             includes: Vec::new(),
         }
@@ -151,27 +211,42 @@ impl Parser {
         }
     }
 
-    fn finish(mut self) -> Result<Vec<Record>, Vec<Diagnostic>> {
-        let untimed = core::mem::take(&mut self.untimed);
-        match (self.soa_minimum, untimed.first()) {
-            (_, None) => {}
-            (Some(minimum), Some(_)) => {
-                for (index, _) in &untimed {
-                    if let Some(r) = self.records.get_mut(*index) {
-                        r.ttl = minimum;
-                    }
-                }
-            }
-            (None, Some((_, diagnostic))) => {
+    fn finish(mut self) -> Result<(), Vec<Diagnostic>> {
+        if !self.held.is_empty() {
+            // No SOA came to give the held records a TTL: they are not released.
+            if let Some(diagnostic) = self.untimed.take() {
                 if !self.full() {
-                    self.diagnostics.push(diagnostic.clone());
+                    self.diagnostics.push(diagnostic);
                 }
             }
         }
         if self.diagnostics.is_empty() {
-            Ok(self.records)
+            Ok(())
         } else {
             Err(self.diagnostics)
+        }
+    }
+
+    /// Hands a finished record on, or holds it back (see `Parser::held`).
+    /// `untimed` says that it gave no TTL and had none to take.
+    fn emit(&mut self, mut record: Record, untimed: bool) {
+        match self.soa_minimum {
+            None if untimed || !self.held.is_empty() => self.held.push((record, untimed)),
+            Some(minimum) if untimed => {
+                record.ttl = minimum;
+                (self.sink)(record);
+            }
+            _ => (self.sink)(record),
+        }
+    }
+
+    /// Releases the held records once the SOA minimum is known.
+    fn release(&mut self, minimum: u32) {
+        for (mut record, untimed) in core::mem::take(&mut self.held) {
+            if untimed {
+                record.ttl = minimum;
+            }
+            (self.sink)(record);
         }
     }
 
@@ -179,7 +254,7 @@ impl Parser {
     /// a file that cannot be read is reported there.
     fn include_file(&mut self, path: &Path, origin: Name, from: Option<(&FileState, Pos)>) {
         let label = path.display().to_string();
-        let fail = |parser: &mut Parser, message: String| match from {
+        let fail = |parser: &mut Parser<'_>, message: String| match from {
             Some((file, pos)) => parser.report(file, pos, message),
             None if !parser.full() => parser
                 .diagnostics
@@ -385,6 +460,9 @@ impl Parser {
         };
         if head.rtype == Rtype::SOA && self.soa_minimum.is_none() {
             self.soa_minimum = soa_minimum(&rdata);
+            if let Some(minimum) = self.soa_minimum {
+                self.release(minimum);
+            }
         }
         let ttl = match head.ttl {
             Some(t) => {
@@ -393,23 +471,21 @@ impl Parser {
             }
             None => self.default_ttl.or(self.last_ttl),
         };
-        if ttl.is_none() {
-            self.untimed.push((
-                self.records.len(),
-                Diagnostic::new(
-                    &file.label,
-                    at.line,
-                    at.column,
-                    "no TTL: the record gives none, and there is no $TTL, earlier TTL or SOA to take one from (RFC 2308 §4)",
-                ),
+        if ttl.is_none() && self.untimed.is_none() {
+            self.untimed = Some(Diagnostic::new(
+                &file.label,
+                at.line,
+                at.column,
+                "no TTL: the record gives none, and there is no $TTL, earlier TTL or SOA to take one from (RFC 2308 §4)",
             ));
         }
-        self.records.push(Record {
+        let record = Record {
             owner,
             class: head.class,
             ttl: ttl.unwrap_or(0),
             rdata,
-        });
+        };
+        self.emit(record, ttl.is_none());
     }
 
     fn directive(&mut self, entry: &Entry<'_>, file: &mut FileState) {

@@ -392,9 +392,8 @@ fn include_restores_origin_and_detects_loops() {
     )
     .unwrap();
     std::fs::write(dir.join("sub/deeper.inc"), "y A 192.0.2.2\n").unwrap();
-    let mut p = Parser::new(fake);
-    p.include_file(&dir.join("main.zone"), origin(), None);
-    let r = p.finish().unwrap();
+    let parsed = collect(|sink| file_with(fake, &dir.join("main.zone"), &origin(), sink));
+    let r = parsed.unwrap();
     let owners: Vec<String> = r.iter().map(|r| r.owner.to_string()).collect();
     assert_eq!(
         owners,
@@ -413,9 +412,8 @@ fn include_restores_origin_and_detects_loops() {
     .unwrap();
     std::fs::write(dir.join("sub/a.inc"), "$INCLUDE b.inc\n").unwrap();
     std::fs::write(dir.join("sub/b.inc"), "z A 192.0.2.1\n$INCLUDE a.inc\n").unwrap();
-    let mut p = Parser::new(fake);
-    p.include_file(&dir.join("loop.zone"), origin(), None);
-    let d = p.finish().unwrap_err();
+    let parsed = collect(|sink| file_with(fake, &dir.join("loop.zone"), &origin(), sink));
+    let d = parsed.unwrap_err();
     assert_eq!(d.len(), 1);
     assert_eq!((d[0].line, d[0].column), (2, 10));
     assert!(d[0].file.ends_with("sub/b.inc"), "{}", d[0]);
@@ -451,9 +449,8 @@ fn include_depth_is_limited() {
         .unwrap();
     }
     std::fs::write(dir.join("f30.inc"), "x A 192.0.2.1\n").unwrap();
-    let mut p = Parser::new(fake);
-    p.include_file(&dir.join("top.zone"), origin(), None);
-    let d = p.finish().unwrap_err();
+    let parsed = collect(|sink| file_with(fake, &dir.join("top.zone"), &origin(), sink));
+    let d = parsed.unwrap_err();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0].message, "$INCLUDE nested more than 16 deep");
