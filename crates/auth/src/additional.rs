@@ -14,6 +14,9 @@ use crate::response::Response;
 #[derive(Debug, Default)]
 pub(crate) struct Additional {
     targets: Vec<Name>,
+    /// The zone cut of a referral in this response: glue for name servers at or
+    /// below it is required (RFC 9471 §3), not optional.
+    referral_cut: Option<Name>,
 }
 
 /// Where the target name sits in each type's rdata.
@@ -29,6 +32,12 @@ fn target_offset(rtype: Rtype) -> Option<usize> {
 impl Additional {
     pub(crate) fn clear(&mut self) {
         self.targets.clear();
+        self.referral_cut = None;
+    }
+
+    /// Marks this response as a referral to `cut`, so its in-domain glue is required.
+    pub(crate) fn require_glue_below(&mut self, cut: &Name) {
+        self.referral_cut = Some(cut.clone());
     }
 
     /// Notes the target names of an answered RRset whose type has additional data.
@@ -47,7 +56,9 @@ impl Additional {
     }
 
     /// Writes the A and AAAA RRsets of the queued targets found in `zone`.
-    /// RFC 2181 §9: additional data that does not fit is left out, without TC.
+    /// RFC 2181 §9: additional data that does not fit is left out, without TC —
+    /// except a referral's in-domain glue, which RFC 9471 §3 requires: if it does
+    /// not fit, the response is marked truncated so the resolver retries over TCP.
     pub(crate) fn write(&self, resp: &mut Response<'_>, zone: &Zone) {
         for target in &self.targets {
             if !target.ends_with(zone.apex()) {
@@ -58,13 +69,20 @@ impl Additional {
             };
             for rtype in [Rtype::A, Rtype::AAAA] {
                 if let Some(rrset) = node.rrset(rtype) {
-                    let _ = resp.push_rrset(
+                    let pushed = resp.push_rrset(
                         Section::Additional,
                         target,
                         rtype,
                         rrset.ttl(),
                         rrset.rdatas(),
                     );
+                    let required = self
+                        .referral_cut
+                        .as_ref()
+                        .is_some_and(|cut| target.ends_with(cut));
+                    if pushed.is_err() && required {
+                        resp.set_truncated();
+                    }
                 }
             }
         }

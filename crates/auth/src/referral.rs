@@ -29,4 +29,5 @@ pub(crate) fn referral(
         return;
     }
     additional.queue_targets(Rtype::NS, ns);
+    additional.require_glue_below(cut);
 }

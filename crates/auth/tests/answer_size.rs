@@ -204,3 +204,68 @@ fn names_are_compressed() {
     assert!(a.wire.len() < 110, "{}", a.wire.len());
     assert_eq!(a.msg().answers().len(), 3);
 }
+
+/// A delegation to `child` whose name servers are in-domain (below the cut) with
+/// `addresses` A records each, plus one sibling name server in the parent zone.
+fn glue_heavy_zone(addresses: usize) -> bulwark_zone::ZoneSet {
+    let mut text = String::from(
+        "@ SOA ns1 h 1 2 3 4 100\n@ NS ns1\nns1 A 192.0.2.1\n\
+         child NS ns-a.child\nchild NS ns-b.child\nchild NS sibling\n",
+    );
+    for host in ["ns-a.child", "ns-b.child", "sibling"] {
+        for i in 0..addresses {
+            text.push_str(&format!("{host} A 198.51.100.{i}\n"));
+        }
+    }
+    zoneset(&[zone("example.com.", &text)])
+}
+
+#[test]
+fn referral_sets_tc_when_in_domain_glue_does_not_fit() {
+    // RFC 9471 §3: in-domain glue is required; 2 × 40 A records (16 octets each
+    // after compression) cannot fit in 512 octets.
+    let zs = glue_heavy_zone(40);
+    let m = run(
+        &zs,
+        Transport::Udp,
+        &query("www.child.example.com.", RecordType::A),
+    )
+    .msg();
+    assert!(m.truncated(), "missing in-domain glue must set TC");
+    assert!(!m.authoritative());
+    assert_eq!(types(m.name_servers()), vec![RecordType::NS; 3]);
+}
+
+#[test]
+fn referral_with_all_glue_fitting_is_not_truncated() {
+    let zs = glue_heavy_zone(2);
+    let m = run(
+        &zs,
+        Transport::Udp,
+        &query("www.child.example.com.", RecordType::A),
+    )
+    .msg();
+    assert!(!m.truncated());
+    assert_eq!(m.additionals().len(), 6, "in-domain and sibling glue");
+}
+
+#[test]
+fn sibling_glue_that_does_not_fit_is_left_out_without_tc() {
+    // Only the sibling (outside the cut) has many addresses: it is optional.
+    let mut text = String::from(
+        "@ SOA ns1 h 1 2 3 4 100\n@ NS ns1\nns1 A 192.0.2.1\n\
+         child NS ns-a.child\nchild NS sibling\nns-a.child A 198.51.100.1\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!("sibling A 198.51.100.{i}\n"));
+    }
+    let zs = zoneset(&[zone("example.com.", &text)]);
+    let m = run(
+        &zs,
+        Transport::Udp,
+        &query("www.child.example.com.", RecordType::A),
+    )
+    .msg();
+    assert!(!m.truncated());
+    assert_eq!(types(m.additionals()), vec![RecordType::A]);
+}

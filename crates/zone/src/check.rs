@@ -10,7 +10,7 @@ use core::fmt;
 use std::collections::BTreeSet;
 
 use bulwark_proto::wire::Reader;
-use bulwark_proto::{Name, Rtype};
+use bulwark_proto::{Class, Name, Rtype};
 
 use crate::zone::{suffixes, Node, Zone};
 
@@ -109,6 +109,18 @@ pub fn check_zone(zone: &Zone) -> Vec<Problem> {
     let mut out = Vec::new();
     let apex = zone.apex().clone();
     let apex_wire = apex.as_wire();
+    // Only IN zones are answered (the answering engine serves IN data and the CH
+    // identity names); a CH, NONE or ANY zone would otherwise be served as IN.
+    if zone.class() != Class::IN {
+        out.push(Problem::error(
+            &apex,
+            None,
+            format!(
+                "zones of class {} are not served; bulwark serves class IN zones",
+                zone.class()
+            ),
+        ));
+    }
     if zone.apex_node().map_or(true, Node::is_empty_nonterminal) {
         out.push(Problem::error(
             &apex,

@@ -1,7 +1,5 @@
 //! Zone files and zone data: the master-file parser and printer, the in-memory
 //! `Zone` shaped for answering, the `ZoneSet` of all zones, and load-time checks.
-//!
-//! STUB: the contract the binary and `bulwark-auth` build against; bodies are being written.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,

@@ -500,3 +500,13 @@ fn ds_away_from_a_delegation_point_is_warned() {
         vec![]
     );
 }
+
+#[test]
+fn a_zone_of_a_class_other_than_in_is_an_error() {
+    // Served as IN otherwise: the answering engine has no CH or HS data path.
+    for class in [Class::CH, Class::HS, Class::NONE, Class::ANY] {
+        let records = base().into_iter().map(|r| Record { class, ..r }).collect();
+        let msg = only(&problems_of(records), Severity::Error, "example.", None);
+        assert!(msg.contains("class IN"), "{class}: {msg}");
+    }
+}
