@@ -75,50 +75,13 @@ impl Name {
     /// A pointer must point strictly before the previous one (or before itself for
     /// the first), so every chain ends: loops and forward pointers are errors.
     pub fn read(r: &mut Reader<'_>) -> Result<Name, WireError> {
-        let msg = r.buffer();
         let start = r.position();
         let mut name = Name {
             len: 0,
             buf: [0; MAX_NAME_LEN],
         };
-        let mut pos = start;
-        let mut limit = start; // pointers must target offsets below this
-        let mut resume: Option<usize> = None;
-        let bad = |at: usize, reason| WireError::BadName { at, reason };
-        loop {
-            let len = *msg.get(pos).ok_or(bad(pos, NameError::Truncated))?;
-            match len & 0xc0 {
-                0x00 => {
-                    let end = pos
-                        .checked_add(1)
-                        .and_then(|p| p.checked_add(usize::from(len)))
-                        .ok_or(bad(pos, NameError::Truncated))?;
-                    let label = msg.get(pos..end).ok_or(bad(pos, NameError::Truncated))?;
-                    name.push_raw(label).map_err(|e| bad(pos, e))?;
-                    pos = end;
-                    if len == 0 {
-                        break;
-                    }
-                }
-                0xc0 => {
-                    let lo = *msg
-                        .get(pos.saturating_add(1))
-                        .ok_or(bad(pos, NameError::Truncated))?;
-                    let target = usize::from(u16::from_be_bytes([len & 0x3f, lo]));
-                    if target >= limit {
-                        return Err(bad(pos, NameError::BadPointer));
-                    }
-                    if resume.is_none() {
-                        resume = Some(pos.saturating_add(2));
-                    }
-                    limit = target;
-                    pos = target;
-                }
-                _ => return Err(bad(pos, NameError::BadLabelType)),
-            }
-        }
-        let next = resume.unwrap_or(pos);
-        r.read_bytes(next.saturating_sub(start))?;
+        let walked = walk_compressed(r.buffer(), start, |label| name.push_raw(label))?;
+        r.read_bytes(walked.end.saturating_sub(start))?;
         Ok(name)
     }
 
@@ -445,6 +408,75 @@ fn cmp_label_ignore_case(a: &[u8], b: &[u8]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
+/// Where a walked name ended, from [`walk_compressed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Walked {
+    /// The offset just after the name as it sits in the message: after its
+    /// first pointer if it has one, else after its root label.
+    pub end: usize,
+    /// Length of the uncompressed name, root label included.
+    pub wire_len: usize,
+}
+
+/// Walks a possibly compressed name starting at `start` in `msg` (RFC 1035
+/// §4.1.4), handing each raw label (length octet and body; the root's single
+/// zero octet last) to `on_label`. Checks labels ≤ 63 octets (the 0x40 and 0x80
+/// label types are reserved), total ≤ 255 octets, labels inside `msg`, and that
+/// each pointer targets an offset strictly below the previous pointer's target
+/// (below its own start for the first), so every chain ends: loops and forward
+/// pointers are errors. This is the one place that rule lives; [`Name::read`]
+/// copies the labels, message validation passes a no-op.
+pub(crate) fn walk_compressed(
+    msg: &[u8],
+    start: usize,
+    mut on_label: impl FnMut(&[u8]) -> Result<(), NameError>,
+) -> Result<Walked, WireError> {
+    let bad = |at: usize, reason| WireError::BadName { at, reason };
+    let mut pos = start;
+    let mut limit = start; // pointers must target offsets below this
+    let mut resume: Option<usize> = None;
+    let mut total = 0usize;
+    loop {
+        let len = *msg.get(pos).ok_or(bad(pos, NameError::Truncated))?;
+        match len & 0xc0 {
+            0x00 => {
+                let end = pos
+                    .checked_add(1)
+                    .and_then(|p| p.checked_add(usize::from(len)))
+                    .ok_or(bad(pos, NameError::Truncated))?;
+                let label = msg.get(pos..end).ok_or(bad(pos, NameError::Truncated))?;
+                total = total.saturating_add(label.len());
+                if total > MAX_NAME_LEN {
+                    return Err(bad(pos, NameError::NameTooLong));
+                }
+                on_label(label).map_err(|e| bad(pos, e))?;
+                pos = end;
+                if len == 0 {
+                    return Ok(Walked {
+                        end: resume.unwrap_or(pos),
+                        wire_len: total,
+                    });
+                }
+            }
+            0xc0 => {
+                let lo = *msg
+                    .get(pos.saturating_add(1))
+                    .ok_or(bad(pos, NameError::Truncated))?;
+                let target = usize::from(u16::from_be_bytes([len & 0x3f, lo]));
+                if target >= limit {
+                    return Err(bad(pos, NameError::BadPointer));
+                }
+                if resume.is_none() {
+                    resume = Some(pos.saturating_add(2));
+                }
+                limit = target;
+                pos = target;
+            }
+            _ => return Err(bad(pos, NameError::BadLabelType)),
+        }
+    }
+}
+
 /// One escape after a backslash: `\DDD` (decimal, ≤ 255) or `\X` (X literally).
 /// Returns the byte and how many input bytes it used.
 pub fn parse_escape(after: &[u8]) -> Result<(u8, usize), NameError> {
@@ -749,6 +781,42 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_label_both_truncated_and_too_long_is_reported_as_truncated() {
+        // Three 63-octet labels (192 octets) then a fourth that would pass 255
+        // octets and whose length octet promises more than the data holds: the
+        // walk reports what it meets first, the missing bytes, for copying and
+        // checking alike.
+        let mut msg = Vec::new();
+        for _ in 0..3 {
+            msg.push(63);
+            msg.extend(std::iter::repeat(b'a').take(63));
+        }
+        msg.extend_from_slice(&[63, b'b']);
+        let want = Err(WireError::BadName {
+            at: 192,
+            reason: NameError::Truncated,
+        });
+        assert_eq!(walk_compressed(&msg, 0, |_| Ok(())), want);
+        assert_eq!(
+            Name::read(&mut Reader::new(&msg)).map(|_| ()),
+            want.map(|_| ())
+        );
+    }
+
+    #[test]
+    fn walk_reports_end_after_first_pointer_and_full_length() {
+        let msg = [1u8, b'a', 0, 1, b'b', 0xc0, 0, 0xff];
+        let w = walk_compressed(&msg, 3, |_| Ok(())).unwrap();
+        assert_eq!(
+            w,
+            Walked {
+                end: 7,
+                wire_len: 5
+            }
+        );
     }
 
     #[test]

@@ -225,98 +225,11 @@ fn freeze_set(set: &[Entry], arena: &[u8], problems: &mut Vec<Problem>) -> Optio
     Some(RRset::from_rdatas(rtype, ttl, sorted))
 }
 
-/// How an rdata is laid out, as far as its embedded names go.
-#[derive(Clone, Copy)]
-enum Part {
-    Name,
-    Fixed(usize),
-    CharString,
-}
-
-/// RFC 4034 §6.2 (as corrected by RFC 6840 §5.1: not NSEC, not HINFO): the
-/// types whose embedded names are lowercased in canonical form, with the
-/// layout up to their last name. What follows is copied as is.
-fn name_layout(rtype: Rtype) -> &'static [Part] {
-    use Part::{CharString as S, Fixed as F, Name as N};
-    match rtype {
-        Rtype::NS
-        | Rtype::MD
-        | Rtype::MF
-        | Rtype::CNAME
-        | Rtype::MB
-        | Rtype::MG
-        | Rtype::MR
-        | Rtype::PTR
-        | Rtype::DNAME
-        | Rtype::NXT => &[N],
-        Rtype::MINFO | Rtype::RP | Rtype::SOA => &[N, N],
-        Rtype::MX | Rtype::AFSDB | Rtype::RT | Rtype::KX => &[F(2), N],
-        Rtype::PX => &[F(2), N, N],
-        Rtype::SRV => &[F(6), N],
-        Rtype::NAPTR => &[F(4), S, S, S, N],
-        Rtype::RRSIG | Rtype::SIG => &[F(18), N],
-        _ => &[],
-    }
-}
-
-/// The RFC 4034 §6.2 canonical form of wire-form rdata: embedded names of the
-/// listed types lowercased. Malformed rdata is compared as it is.
-pub fn canonical_rdata(rtype: Rtype, rdata: &[u8]) -> Cow<'_, [u8]> {
-    let layout = name_layout(rtype);
-    if layout.is_empty() {
-        return Cow::Borrowed(rdata);
-    }
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    let mut pos = 0usize;
-    for part in layout {
-        let len = match part {
-            Part::Fixed(n) => Some(*n),
-            Part::CharString => rdata.get(pos).and_then(|l| usize::from(*l).checked_add(1)),
-            Part::Name => name_len(rdata.get(pos..).unwrap_or(&[])),
-        };
-        let Some(len) = len else {
-            return Cow::Borrowed(rdata);
-        };
-        let Some(end) = pos.checked_add(len).filter(|e| *e <= rdata.len()) else {
-            return Cow::Borrowed(rdata);
-        };
-        if matches!(part, Part::Name) {
-            ranges.push((pos, end));
-        }
-        pos = end;
-    }
-    if !ranges.iter().any(|&(s, e)| {
-        rdata
-            .get(s..e)
-            .is_some_and(|b| b.iter().any(u8::is_ascii_uppercase))
-    }) {
-        return Cow::Borrowed(rdata);
-    }
-    let mut out = rdata.to_vec();
-    for (s, e) in ranges {
-        // Length octets are at most 63, below 'A', so lowercasing the whole
-        // range touches only label bytes.
-        if let Some(b) = out.get_mut(s..e) {
-            b.make_ascii_lowercase();
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// Length of the uncompressed name at the start of `bytes`.
-fn name_len(bytes: &[u8]) -> Option<usize> {
-    let mut pos = 0usize;
-    loop {
-        let len = *bytes.get(pos)?;
-        if len > 63 {
-            return None;
-        }
-        pos = pos.checked_add(usize::from(len))?.checked_add(1)?;
-        if len == 0 {
-            return (pos <= bulwark_proto::name::MAX_NAME_LEN).then_some(pos);
-        }
-    }
-}
+/// The RFC 4034 §6.2 canonical form of wire-form rdata (embedded names of the
+/// listed types lowercased; malformed rdata compared as it is), by which
+/// RRsets are ordered and deduplicated. It lives in proto next to the typed
+/// `Rdata::write_canonical`, which it must always agree with.
+pub use bulwark_proto::rdata::canonical_wire as canonical_rdata;
 
 impl Zone {
     /// Builds a zone from `records` and runs every load-time check.

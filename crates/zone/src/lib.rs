@@ -22,10 +22,10 @@ pub mod zone;
 pub mod zoneset;
 
 pub use build::ZoneBuilder;
+pub use check::{Problem, Severity};
 pub use diagnostic::Diagnostic;
+pub use load::{load_zone_file, LoadError};
 pub use parse::{parse_file, parse_str};
 pub use printer::print_zone;
-pub use check::{Problem, Severity};
-pub use load::{load_zone_file, LoadError};
 pub use zone::Zone;
 pub use zoneset::ZoneSet;

@@ -6,8 +6,9 @@ use super::header::{Header, HEADER_LEN};
 use super::view::{MessageView, Question};
 use super::Section;
 use crate::class::Class;
-use crate::name::{Name, MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::name::Name;
 use crate::rcode::Rcode;
+use crate::rdata::layout::{compressible, layout, split, uncompressed_name_len, Part};
 use crate::rtype::Rtype;
 
 /// Why a question or record was not added.
@@ -45,66 +46,11 @@ pub struct Checkpoint {
     names: usize,
 }
 
-/// How an rdata's names are laid out, for the types whose embedded names may be
-/// compressed: only those of RFC 1035 (RFC 3597 §4).
-#[derive(Clone, Copy)]
-enum Part {
-    Name,
-    Fixed(usize),
-}
-
-fn compressible_layout(rtype: Rtype) -> Option<&'static [Part]> {
-    const ONE_NAME: &[Part] = &[Part::Name];
-    match rtype {
-        Rtype::NS
-        | Rtype::MD
-        | Rtype::MF
-        | Rtype::CNAME
-        | Rtype::MB
-        | Rtype::MG
-        | Rtype::MR
-        | Rtype::PTR => Some(ONE_NAME),
-        Rtype::MINFO => Some(&[Part::Name, Part::Name]),
-        Rtype::MX => Some(&[Part::Fixed(2), Part::Name]),
-        // SOA: MNAME, RNAME, then serial, refresh, retry, expire, minimum.
-        Rtype::SOA => Some(&[Part::Name, Part::Name, Part::Fixed(20)]),
-        _ => None,
-    }
-}
-
-/// Length of the uncompressed wire name at the start of `bytes`, if valid.
-fn uncompressed_name_len(bytes: &[u8]) -> Option<usize> {
-    let mut pos = 0usize;
-    loop {
-        let len = usize::from(*bytes.get(pos)?);
-        if len > MAX_LABEL_LEN {
-            return None;
-        }
-        pos = pos.checked_add(len)?.checked_add(1)?;
-        if pos > MAX_NAME_LEN || pos > bytes.len() {
-            return None;
-        }
-        if len == 0 {
-            return Some(pos);
-        }
-    }
-}
-
-/// Whether `rdata` matches `layout` exactly.
-fn fits_layout(layout: &[Part], rdata: &[u8]) -> bool {
-    let mut pos = 0usize;
-    for part in layout {
-        let rest = rdata.get(pos..).unwrap_or(&[]);
-        let step = match part {
-            Part::Name => uncompressed_name_len(rest),
-            Part::Fixed(n) => (rest.len() >= *n).then_some(*n),
-        };
-        match step {
-            Some(s) => pos = pos.saturating_add(s),
-            None => return false,
-        }
-    }
-    pos == rdata.len()
+/// The layout to write `rdata` by, if `rtype`'s embedded names may be
+/// compressed (RFC 3597 §4) and the rdata matches its layout exactly.
+fn compressible_parts(rtype: Rtype, rdata: &[u8]) -> Option<&'static [Part]> {
+    let l = layout(rtype).filter(|_| compressible(rtype))?;
+    l.fits_exactly(rdata).then_some(l.parts)
 }
 
 /// Writes a DNS message into a reused `Vec<u8>`, within a size limit, compressing
@@ -365,21 +311,14 @@ impl<'b> MessageBuilder<'b> {
         let rdlen_at = self.buf.len();
         self.buf.extend_from_slice(&[0, 0]);
         let start = self.buf.len();
-        match compressible_layout(rtype).filter(|l| fits_layout(l, rdata)) {
-            Some(layout) => {
-                let mut pos = 0usize;
-                for part in layout {
-                    let rest = rdata.get(pos..).unwrap_or(&[]);
-                    let n = match part {
-                        Part::Name => uncompressed_name_len(rest).unwrap_or(rest.len()),
-                        Part::Fixed(n) => *n,
-                    };
-                    let bytes = rest.get(..n).unwrap_or(rest);
+        match compressible_parts(rtype, rdata) {
+            Some(parts) => {
+                for (part, from, to) in split(parts, rdata).flatten() {
+                    let bytes = rdata.get(from..to).unwrap_or(&[]);
                     match part {
                         Part::Name => self.names.write_name(self.buf, bytes),
-                        Part::Fixed(_) => self.buf.extend_from_slice(bytes),
+                        Part::Fixed(_) | Part::CharString => self.buf.extend_from_slice(bytes),
                     }
-                    pos = pos.saturating_add(n);
                 }
             }
             // Other types, and rdata that does not match its type's layout, go

@@ -5,7 +5,7 @@ use super::edns::Edns;
 use super::header::{Header, HEADER_LEN};
 use super::{ParseError, ParseErrorKind, Section};
 use crate::class::Class;
-use crate::name::{Name, NameError, MAX_NAME_LEN};
+use crate::name::{walk_compressed, Name};
 use crate::rcode::Rcode;
 use crate::rtype::Rtype;
 use crate::wire::Reader;
@@ -221,51 +221,12 @@ impl<'a> MessageView<'a> {
     }
 }
 
-/// Checks a possibly compressed name at `start` by the same rules as
-/// [`Name::read`] (labels ≤ 63, total ≤ 255 octets, each pointer strictly before
-/// the previous one) without copying it. Returns where the name ends in the
-/// record and whether it is the root.
+/// Checks a possibly compressed name at `start` by the rules of [`Name::read`]
+/// (the same walk, [`walk_compressed`]) without copying it. Returns where the
+/// name ends in the record and whether it is the root.
 fn check_name(buf: &[u8], start: usize) -> Result<(usize, bool), ParseError> {
-    let bad = |at: usize, reason| ParseError::new(at, ParseErrorKind::BadName(reason));
-    let mut pos = start;
-    let mut limit = start;
-    let mut resume = None;
-    let mut total = 0usize;
-    loop {
-        let len = *buf.get(pos).ok_or(bad(pos, NameError::Truncated))?;
-        match len & 0xc0 {
-            0x00 => {
-                let step = usize::from(len).saturating_add(1);
-                total = total.saturating_add(step);
-                if total > MAX_NAME_LEN {
-                    return Err(bad(pos, NameError::NameTooLong));
-                }
-                let next = pos.saturating_add(step);
-                if next > buf.len() {
-                    return Err(bad(pos, NameError::Truncated));
-                }
-                pos = next;
-                if len == 0 {
-                    return Ok((resume.unwrap_or(pos), total == 1));
-                }
-            }
-            0xc0 => {
-                let lo = *buf
-                    .get(pos.saturating_add(1))
-                    .ok_or(bad(pos, NameError::Truncated))?;
-                let target = usize::from(u16::from_be_bytes([len & 0x3f, lo]));
-                if target >= limit {
-                    return Err(bad(pos, NameError::BadPointer));
-                }
-                if resume.is_none() {
-                    resume = Some(pos.saturating_add(2));
-                }
-                limit = target;
-                pos = target;
-            }
-            _ => return Err(bad(pos, NameError::BadLabelType)),
-        }
-    }
+    let walked = walk_compressed(buf, start, |_| Ok(()))?;
+    Ok((walked.end, walked.wire_len == 1))
 }
 
 /// Iterator over the questions of a validated message.

@@ -7,6 +7,7 @@
 
 mod basic;
 mod dnssec;
+pub(crate) mod layout;
 mod loc;
 mod locators;
 mod misc;
@@ -23,6 +24,7 @@ use crate::wire::{Reader, WireError};
 
 pub use basic::{Naptr, Soa, Srv};
 pub use dnssec::{Csync, Dnskey, Ds, Nsec, Nsec3, Nsec3param, Rrsig, TypeBitmap};
+pub use layout::canonical_wire;
 pub use loc::Loc;
 pub use locators::{Cert, Uri};
 pub use misc::{Caa, Sshfp, Tlsa, Zonemd};
@@ -217,7 +219,9 @@ impl Rdata {
         // RFC 4034 §6.2 item 3 (amended by RFC 6840 §5.1, which drops NSEC):
         // names in NS, CNAME, SOA, PTR, MX, RP, AFSDB, RT, PX, KX, SRV, NAPTR,
         // DNAME and RRSIG rdata are lowercased. Names in newer types (NSEC,
-        // SVCB) keep their case.
+        // SVCB) keep their case. The list itself is
+        // `layout::lowercased_in_canonical`; tests/rdata_canonical.rs checks
+        // that this typed path and `canonical_wire` agree.
         let name = |out: &mut Vec<u8>, n: &Name| put_name(out, n, canonical);
         match self {
             Rdata::A(a) => out.extend_from_slice(&a.octets()),
@@ -285,6 +289,11 @@ impl Rdata {
             Rdata::Caa(c) => c.write(out),
             Rdata::Zonemd(z) => z.write(out),
             Rdata::Svcb(s) | Rdata::Https(s) => s.write(out),
+            // Types without a variant here may still be on the RFC 4034 §6.2
+            // list (MD, MB, MINFO, NXT, SIG...): the layout table knows them.
+            Rdata::Unknown { rtype, data } if canonical => {
+                out.extend_from_slice(&canonical_wire(*rtype, data));
+            }
             Rdata::Unknown { data, .. } => out.extend_from_slice(data),
         }
     }
