@@ -64,7 +64,7 @@ pub(crate) fn answer_in_zone(
                 referral(resp, &cut, ns, &mut scratch.additional);
                 Next::Done
             }
-            Found::Dname { owner, dname } => follow_dname(resp, &name, &owner, dname, qtype),
+            Found::Dname { owner, dname } => follow_dname(resp, zone, &name, &owner, dname, qtype),
             Found::NxDomain => {
                 deny_existence(resp, zone, Rcode::NXDOMAIN);
                 Next::Done
@@ -128,7 +128,12 @@ fn answer_at_node(
         additional.queue_targets(rrset.rtype(), rrset);
         return Next::Done;
     }
-    if let Some(cname) = node.rrset(Rtype::CNAME) {
+    // RRSIG and NSEC live beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1): they
+    // are data of the CNAME's owner, so asking for them does not follow it.
+    let cname = node
+        .rrset(Rtype::CNAME)
+        .filter(|_| !matches!(qtype, Rtype::RRSIG | Rtype::NSEC));
+    if let Some(cname) = cname {
         return match cname::follow_cname(resp, owner, cname) {
             Some(target) => Next::Follow(target),
             None => Next::Done,
@@ -143,6 +148,7 @@ fn answer_at_node(
 /// itself was asked for) the answer continues at the new name.
 fn follow_dname(
     resp: &mut Response<'_>,
+    zone: &Zone,
     name: &Name,
     owner: &Name,
     dname: &bulwark_zone::zone::RRset,
@@ -164,7 +170,10 @@ fn follow_dname(
     let target = match dname::substitute(name, owner, dname) {
         Substitution::Target(t) => t,
         Substitution::TooLong => {
-            resp.set_rcode(Rcode::YXDOMAIN);
+            // RFC 6672 §2.2: the substituted name would not fit. Like a negative
+            // answer (and like Knot), the SOA goes in authority so the result can
+            // be cached for the SOA minimum.
+            deny_existence(resp, zone, Rcode::YXDOMAIN);
             return Next::Done;
         }
         Substitution::Unusable => {

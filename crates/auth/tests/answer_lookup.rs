@@ -142,6 +142,20 @@ fn cname_query_returns_the_cname_without_following() {
 }
 
 #[test]
+fn rrsig_and_nsec_queries_at_a_cname_are_not_followed() {
+    // RFC 4035 §2.5: RRSIG and NSEC sit beside a CNAME; they are the owner's data.
+    for qtype in [RecordType::RRSIG, RecordType::NSEC] {
+        let m = ask_example("www.example.com.", qtype);
+        assert_eq!(m.response_code(), ResponseCode::NoError, "{qtype}");
+        assert!(
+            m.answers().is_empty(),
+            "{qtype}: NODATA, not the CNAME chain"
+        );
+        assert_eq!(types(m.name_servers()), vec![RecordType::SOA]);
+    }
+}
+
+#[test]
 fn cname_into_another_served_zone_is_not_followed_like_knot() {
     let org = zone(
         "example.org.",
@@ -258,6 +272,8 @@ fn dname_result_too_long_is_yxdomain() {
     );
     assert_eq!(m.response_code(), ResponseCode::YXDomain);
     assert_eq!(types(m.answers()), vec![dname()]);
+    // Like a negative answer (and like Knot): the SOA, so it can be cached.
+    assert_eq!(types(m.name_servers()), vec![RecordType::SOA]);
 }
 
 #[test]
