@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The project's one test command: installs the peer DNS servers and tools the
+# interop tests talk to (when missing), then runs formatting, lints and every
+# test of the workspace. Exits non-zero on the first failure.
+#
+# Works unattended on a fresh Debian machine (CI=true, no stdin). One debug
+# build of the workspace serves clippy and the tests alike.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Peers: knotd and kdig (differential and interop tests), nsd, BIND's named,
+# dig and named-checkzone, ldns tools, and dnspython for ad-hoc checks.
+PACKAGES=(knot knot-dnsutils nsd bind9 bind9-utils bind9-dnsutils ldnsutils python3-dnspython)
+
+CURRENT_STEP="start"
+step() {
+    CURRENT_STEP="$*"
+    printf '\n==> %s\n' "$*"
+}
+# The last line of the output always says how the run ended and where.
+trap 'rc=$?; if [ "$rc" -ne 0 ]; then printf "\n==> FAILED during: %s (exit %s)\n" "$CURRENT_STEP" "$rc"; fi' EXIT
+
+install_missing_packages() {
+    local missing=()
+    local pkg
+    for pkg in "${PACKAGES[@]}"; do
+        if ! dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
+            missing+=("$pkg")
+        fi
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        echo "all peer packages present"
+        return
+    fi
+    if ! command -v apt-get >/dev/null; then
+        echo "missing packages ${missing[*]} and no apt-get to install them" >&2
+        exit 1
+    fi
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        sudo=(sudo -n)
+    fi
+    step "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -q </dev/null
+    # The packages ship daemons; policy-rc.d is not ours to change, so the
+    # services Debian may start are harmless: the tests use their own ports.
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+}
+
+step "peer packages"
+install_missing_packages
+
+# The tests treat a missing peer as a failure when CI is set; this script is
+# the CI entry point, so it is set here too unless the caller chose.
+export CI="${CI:-true}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# A toolchain from rustup may lack the two components used below.
+if command -v rustup >/dev/null 2>&1; then
+    if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+        step "adding rustfmt and clippy"
+        rustup component add rustfmt clippy
+    fi
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+    # nextest does not run doctests: run them first, so that the summary
+    # nextest prints (every failed test, by name) closes the output.
+    doc_rc=0
+    cargo test --workspace --doc || doc_rc=$?
+    tests_rc=0
+    cargo nextest run --workspace --no-fail-fast || tests_rc=$?
+    if [ "$doc_rc" -ne 0 ]; then
+        CURRENT_STEP="doctests (see above)"
+        exit "$doc_rc"
+    fi
+    if [ "$tests_rc" -ne 0 ]; then
+        CURRENT_STEP="tests (see the nextest summary above)"
+        exit "$tests_rc"
+    fi
+else
+    # --no-fail-fast so one failing test binary does not hide the others.
+    cargo test --workspace --no-fail-fast
+fi
+
+step "all checks passed"
