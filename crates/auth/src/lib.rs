@@ -30,10 +30,13 @@ mod response;
 mod solve;
 mod wildcard;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
+pub use bulwark_guard::{Access, ResponseClass, ServerCookies};
+
 use bulwark_proto::message::{write_error_response, MessageView};
-use bulwark_proto::{Class, Opcode, Rcode, Rtype};
+use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
 use bulwark_zone::ZoneSet;
 
 use crate::query::{read_query, Rejected};
@@ -79,6 +82,47 @@ pub enum Transport {
     Tcp,
 }
 
+/// Who asked, how, and when: what the defences need to know about a query.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub transport: Transport,
+    pub client: IpAddr,
+    /// Unix seconds, for cookie timestamps.
+    pub now: u64,
+    /// The server-cookie secrets; `None` when DNS cookies are off.
+    pub cookies: Option<&'a ServerCookies>,
+    /// Per-zone access control; `None` allows every client everywhere.
+    pub zone_access: Option<&'a dyn ZoneAccess>,
+}
+
+impl core::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Request")
+            .field("transport", &self.transport)
+            .field("client", &self.client)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Request<'_> {
+    /// A request with no client identity and no defences: for tests and tools.
+    pub fn plain(transport: Transport) -> Request<'static> {
+        Request {
+            transport,
+            client: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            now: 0,
+            cookies: None,
+            zone_access: None,
+        }
+    }
+}
+
+/// Per-zone access control, decided by the server's configuration.
+pub trait ZoneAccess {
+    fn access(&self, apex: &Name, client: IpAddr) -> Access;
+}
+
 /// What became of a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerOutcome {
@@ -110,7 +154,7 @@ impl Answerer {
         &self.config
     }
 
-    /// Clears `out` and writes into it the response to `query`.
+    /// Clears `out` and writes into it the response to `query`, with no defences.
     pub fn answer(
         &mut self,
         zones: &ZoneSet,
@@ -118,6 +162,24 @@ impl Answerer {
         query: &[u8],
         out: &mut Vec<u8>,
     ) -> AnswerOutcome {
+        self.answer_request(zones, &Request::plain(transport), query, out)
+    }
+
+    /// The class and imputed name (lowercase wire form) of the last response, for
+    /// response rate limiting.
+    pub fn rrl_key(&self) -> (ResponseClass, &[u8]) {
+        (ResponseClass::Error, &[])
+    }
+
+    /// Clears `out` and writes into it the response to `query` from `request`.
+    pub fn answer_request(
+        &mut self,
+        zones: &ZoneSet,
+        request: &Request<'_>,
+        query: &[u8],
+        out: &mut Vec<u8>,
+    ) -> AnswerOutcome {
+        let transport = request.transport;
         out.clear();
         let view = match read_query(query) {
             Ok(v) => v,
