@@ -1,8 +1,6 @@
 //! Defences as pure policy: who may ask (ACLs), how much a network may be sent
 //! (response rate limiting), and proof that a client owns its address (DNS
 //! cookies). No sockets, no clock: time comes in as an argument.
-//!
-//! STUB bodies: the signatures are the contract `bulwark-auth` and the server build against.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -19,6 +17,6 @@ pub mod acl;
 pub mod cookies;
 pub mod rrl;
 
-pub use acl::{Access, Acl, Network};
-pub use cookies::{CookieCheck, CookieSecret, ServerCookies};
-pub use rrl::{ResponseClass, Rrl, RrlConfig, RrlVerdict};
+pub use acl::{Access, AccessError, Acl, AclError, Network, NetworkError};
+pub use cookies::{CookieCheck, CookieSecret, SecretError, ServerCookies};
+pub use rrl::{ResponseClass, Rrl, RrlConfig, RrlStats, RrlVerdict};
