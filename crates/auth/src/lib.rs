@@ -1,9 +1,12 @@
 //! Authoritative answering: a query's bytes and a `ZoneSet` in, a response's bytes out.
 //!
-//! `Answerer::answer` runs named steps, each in its own module: `query` (read and
-//! validate), `edns` (size limit, OPT), `chaos` (server identity), `lookup` with
-//! `wildcard`, then `solve`'s answer / `cname` / `dname` / `referral` / `negative`
-//! / `any`, and finally `additional`. `response` writes the message.
+//! `Answerer::answer_request` runs named steps, each in its own module: `query`
+//! (read and validate), `cookie` (what the client's COOKIE proves), `edns` (size
+//! limit, OPT with NSID, COOKIE and keepalive), `chaos` (server identity), the
+//! zone's access check, `lookup` with `wildcard`, then `solve`'s answer / `cname`
+//! / `dname` / `referral` / `negative` / `any`, `additional`, the RRL class
+//! (`imputed`), and last the cookie policy. `response` writes the message.
+//! `Answerer::answer` is the same with no defences.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -16,12 +19,15 @@
     clippy::cast_possible_truncation
 )]
 
+mod access;
 mod additional;
 mod any;
 mod chaos;
 mod cname;
+mod cookie;
 mod dname;
 mod edns;
+mod imputed;
 mod lookup;
 mod negative;
 mod query;
@@ -39,6 +45,7 @@ use bulwark_proto::message::{write_error_response, MessageView};
 use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
 use bulwark_zone::ZoneSet;
 
+use crate::imputed::Imputed;
 use crate::query::{read_query, Rejected};
 use crate::response::{ExtendedError, Response};
 use crate::solve::Scratch;
@@ -64,6 +71,27 @@ pub struct AnswerConfig {
     /// The largest UDP response we send, whatever the client advertises.
     pub max_udp_payload: u16,
     pub chaos: ChaosIdentity,
+    /// RFC 5001: the name server identifier sent to clients that ask for it;
+    /// `None` never sends one. Longer than [`MAX_NSID_LEN`] octets, it is not sent.
+    pub nsid: Option<Vec<u8>>,
+    /// When a valid server cookie (or TCP) is required (RFC 7873).
+    pub cookies: CookiePolicy,
+    /// RFC 7828: the idle timeout advertised over TCP, in units of 100 ms; `None`
+    /// never advertises one.
+    pub tcp_keepalive: Option<u16>,
+}
+
+/// The longest NSID sent: it must leave room for an answer in a 512-octet response.
+pub const MAX_NSID_LEN: usize = 128;
+
+/// What DNS cookies (RFC 7873) must prove before we answer, when cookies are on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CookiePolicy {
+    /// Over UDP, a response larger than this many octets goes only to a client
+    /// that presented a valid server cookie. Others get BADCOOKIE with a fresh
+    /// server cookie when they sent a client cookie (RFC 7873 §5.2.3), and an
+    /// empty truncated response (retry over TCP) when they sent none.
+    pub require_for_udp_above: Option<u16>,
 }
 
 impl Default for AnswerConfig {
@@ -71,6 +99,9 @@ impl Default for AnswerConfig {
         AnswerConfig {
             max_udp_payload: DEFAULT_MAX_UDP_PAYLOAD,
             chaos: ChaosIdentity::default(),
+            nsid: None,
+            cookies: CookiePolicy::default(),
+            tcp_keepalive: None,
         }
     }
 }
@@ -139,6 +170,7 @@ pub struct Answerer {
     config: Arc<AnswerConfig>,
     scratch: Scratch,
     rdata: Vec<u8>,
+    cookie_valid: bool,
 }
 
 impl Answerer {
@@ -147,6 +179,7 @@ impl Answerer {
             config,
             scratch: Scratch::default(),
             rdata: Vec::new(),
+            cookie_valid: false,
         }
     }
 
@@ -166,9 +199,17 @@ impl Answerer {
     }
 
     /// The class and imputed name (lowercase wire form) of the last response, for
-    /// response rate limiting.
+    /// response rate limiting: the query name for an answer or NODATA, the zone
+    /// apex for NXDOMAIN, the delegation point for a referral, `*.<encloser>`
+    /// for a wildcard expansion, and no name for an error.
     pub fn rrl_key(&self) -> (ResponseClass, &[u8]) {
-        (ResponseClass::Error, &[])
+        self.scratch.imputed.key()
+    }
+
+    /// Whether the last query presented a valid server cookie (RFC 7873 §5.2.5):
+    /// its source address is proven, so the server need not rate-limit it.
+    pub fn cookie_valid(&self) -> bool {
+        self.cookie_valid
     }
 
     /// Clears `out` and writes into it the response to `query` from `request`.
@@ -179,13 +220,16 @@ impl Answerer {
         query: &[u8],
         out: &mut Vec<u8>,
     ) -> AnswerOutcome {
-        let transport = request.transport;
         out.clear();
+        self.scratch.imputed.error();
+        self.cookie_valid = false;
         let view = match read_query(query) {
             Ok(v) => v,
             Err(Rejected::Drop) => return AnswerOutcome::Drop,
             Err(Rejected::Malformed) => {
-                // RFC 1035 §4.1.1: FORMERR, id copied, the question if it was readable.
+                // RFC 1035 §4.1.1: FORMERR, id copied, the question if it was
+                // readable. A malformed COOKIE option lands here too (RFC 7873
+                // §5.2.2), as does a keepalive option of the wrong length.
                 if write_error_response(query, Rcode::FORMERR, out).is_none() {
                     return AnswerOutcome::Drop;
                 }
@@ -195,20 +239,29 @@ impl Answerer {
                 };
             }
         };
-        self.answer_query(zones, transport, &view, out)
+        self.answer_query(zones, request, &view, out)
     }
 
     fn answer_query(
         &mut self,
         zones: &ZoneSet,
-        transport: Transport,
+        request: &Request<'_>,
         query: &MessageView<'_>,
         out: &mut Vec<u8>,
     ) -> AnswerOutcome {
-        let max_udp = self.config.max_udp_payload;
+        let transport = request.transport;
+        let config = &*self.config;
         let edns = query.edns();
-        let limit = edns::size_limit(transport, edns.as_ref(), max_udp);
-        let opt = edns::response_opt(edns.as_ref(), max_udp);
+        let limit = edns::size_limit(transport, edns.as_ref(), config.max_udp_payload);
+        // RFC 7873 §5.2.1: without cookie secrets, the COOKIE option is ignored.
+        let cookie = match (request.cookies, &edns) {
+            (Some(cookies), Some(e)) if e.version == 0 => {
+                cookie::read_cookie(cookies, e, request.client, request.now)
+            }
+            _ => None,
+        };
+        self.cookie_valid = cookie.is_some_and(|c| c.valid);
+        let opt = edns::response_opt(edns.as_ref(), config, transport, cookie.map(|c| c.option));
         let mut resp = Response::start(out, query.header(), limit, opt);
         let question = query.sole_question();
         if let Some(q) = question {
@@ -218,6 +271,10 @@ impl Answerer {
         // anything else is looked at.
         if edns.is_some_and(|e| e.version != 0) {
             resp.set_rcode(Rcode::BADVERS);
+            return respond(resp);
+        }
+        if edns::keepalive_malformed(transport, edns.as_ref()) {
+            resp.set_rcode(Rcode::FORMERR);
             return respond(resp);
         }
         // RFC 1035 §4.1.2: a query carries exactly one question.
@@ -235,14 +292,19 @@ impl Answerer {
             // Like Knot, class ANY (RFC 1035 §3.2.5) is answered as IN.
             Class::IN | Class::ANY => {}
             Class::CH => {
-                chaos::chaos(
-                    &mut resp,
-                    &self.config.chaos,
-                    &q.qname,
-                    q.qtype,
-                    &mut self.rdata,
+                chaos::chaos(&mut resp, &config.chaos, &q.qname, q.qtype, &mut self.rdata);
+                if resp.rcode() == Rcode::NOERROR {
+                    self.scratch
+                        .imputed
+                        .set(ResponseClass::Positive, q.qname.as_wire());
+                }
+                return finish(
+                    resp,
+                    config.cookies,
+                    request,
+                    cookie.as_ref(),
+                    &mut self.scratch.imputed,
                 );
-                return respond(resp);
             }
             _ => {
                 resp.set_rcode(Rcode::REFUSED);
@@ -267,10 +329,38 @@ impl Answerer {
             resp.set_extended_error(ExtendedError::NotAuthoritative);
             return respond(resp);
         };
+        match access::zone_access(&mut resp, request.zone_access, zone.apex(), request.client) {
+            Access::Allow => {}
+            Access::Refuse => return respond(resp),
+            Access::Drop => return AnswerOutcome::Drop,
+        }
         resp.set_authoritative(true);
         solve::answer_in_zone(&mut resp, zone, &q.qname, q.qtype, &mut self.scratch);
-        respond(resp)
+        finish(
+            resp,
+            config.cookies,
+            request,
+            cookie.as_ref(),
+            &mut self.scratch.imputed,
+        )
     }
+}
+
+/// The last step for a response that may carry data: the cookie policy.
+fn finish(
+    mut resp: Response<'_>,
+    policy: CookiePolicy,
+    request: &Request<'_>,
+    cookie: Option<&cookie::CookieState>,
+    imputed: &mut Imputed,
+) -> AnswerOutcome {
+    // The policy needs cookies on: without secrets no client could comply.
+    if request.cookies.is_some()
+        && cookie::require_cookie(&mut resp, policy, request.transport, cookie)
+    {
+        imputed.error();
+    }
+    respond(resp)
 }
 
 fn respond(resp: Response<'_>) -> AnswerOutcome {

@@ -12,8 +12,12 @@ pub(crate) enum Found<'z> {
     /// The name exists (possibly as an empty non-terminal).
     Exact(&'z Node),
     /// The name does not exist; this wildcard at its closest encloser stands in
-    /// for it (RFC 4592 §3.3.1).
-    Wildcard(&'z Node),
+    /// for it (RFC 4592 §3.3.1). `closest_encloser` is the offset in the name's
+    /// wire form where the encloser (the wildcard's parent) starts.
+    Wildcard {
+        node: &'z Node,
+        closest_encloser: usize,
+    },
     /// A zone cut at or above the name: the answer is a referral (RFC 1034 §4.3.2 3b).
     Delegation { cut: Name, ns: &'z RRset },
     /// A DNAME at a proper ancestor rewrites the name (RFC 6672 §3.2).
@@ -106,7 +110,10 @@ fn wildcard_at<'z>(zone: &'z Zone, wire: &[u8], ce_start: usize) -> Found<'z> {
         return Found::NxDomain;
     }
     match owner_at(wire, ce_start).and_then(|ce| wildcard::source(zone, &ce)) {
-        Some(source) => Found::Wildcard(source),
+        Some(node) => Found::Wildcard {
+            node,
+            closest_encloser: ce_start,
+        },
         None => Found::NxDomain,
     }
 }
@@ -182,11 +189,11 @@ mod tests {
         let z = zone();
         assert!(matches!(
             find(&z, &n("c.ent.example."), Rtype::TXT),
-            Found::Wildcard(_)
+            Found::Wildcard { .. }
         ));
         assert!(matches!(
             find(&z, &n("x.c.ent.example."), Rtype::TXT),
-            Found::Wildcard(_)
+            Found::Wildcard { .. }
         ));
         // b.ent exists (an ENT), so x.b.ent is not covered by *.ent.
         assert!(matches!(

@@ -2,52 +2,110 @@
 //! answer steps to DNS terms (sections, RRsets, flags) and remembers the record
 //! class and the OPT to append.
 
-use bulwark_proto::message::{EdnsOption, Header, MessageBuilder, OptRecord, Section};
+use bulwark_proto::message::{Checkpoint, EdnsOption, Header, MessageBuilder, OptRecord, Section};
 use bulwark_proto::{Class, Name, Rcode, Rtype};
 
 /// The RRset would push the message past its size limit; nothing of it was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DoesNotFit;
 
-/// RFC 8914 §5.2: info code 20, "Not Authoritative".
-const EDE_NOT_AUTHORITATIVE: &[EdnsOption<'static>] = &[EdnsOption::Ede {
-    code: 20,
-    text: b"",
-}];
-
 /// Extended DNS errors we attach (RFC 8914).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExtendedError {
     /// The name is in none of our zones (what Knot says with its REFUSED).
     NotAuthoritative,
+    /// The zone's access control refused the client.
+    Prohibited,
+}
+
+impl ExtendedError {
+    /// RFC 8914 §5.2: the INFO-CODE.
+    fn info_code(self) -> u16 {
+        match self {
+            ExtendedError::Prohibited => 18,
+            ExtendedError::NotAuthoritative => 20,
+        }
+    }
+}
+
+/// A COOKIE option for the response (RFC 7873 §4): the client's cookie echoed
+/// and our 16-octet server cookie (RFC 9018 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CookieOption {
+    pub(crate) client: [u8; 8],
+    pub(crate) server: [u8; 16],
 }
 
 /// What the OPT record of the response says (RFC 6891 §6.1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ResponseOpt {
+pub(crate) struct ResponseOpt<'c> {
     pub(crate) payload: u16,
     pub(crate) dnssec_ok: bool,
+    /// RFC 5001 §2.2: the server's identifier, for a client that asked.
+    pub(crate) nsid: Option<&'c [u8]>,
+    pub(crate) cookie: Option<CookieOption>,
+    /// RFC 7828 §3.3.2: the idle timeout, in 100 ms units (TCP only).
+    pub(crate) keepalive: Option<u16>,
 }
 
-/// Builds the OPT record; the options come from static data, so nothing allocates.
-fn opt_record(opt: ResponseOpt, ede: Option<ExtendedError>) -> OptRecord<'static> {
-    let options = match ede {
-        Some(ExtendedError::NotAuthoritative) => EDE_NOT_AUTHORITATIVE,
-        None => &[],
-    };
-    OptRecord {
+impl ResponseOpt<'_> {
+    pub(crate) fn plain(payload: u16, dnssec_ok: bool) -> ResponseOpt<'static> {
+        ResponseOpt {
+            payload,
+            dnssec_ok,
+            nsid: None,
+            cookie: None,
+            keepalive: None,
+        }
+    }
+}
+
+/// At most NSID, COOKIE, keepalive and one EDE.
+const MAX_OPTIONS: usize = 4;
+
+/// Builds the OPT record on the stack and hands it to `f`: the options borrow
+/// from `opt` and static data, so nothing allocates.
+fn with_opt_record<R>(
+    opt: &ResponseOpt<'_>,
+    ede: Option<ExtendedError>,
+    f: impl FnOnce(&OptRecord<'_>) -> R,
+) -> R {
+    let mut options = [EdnsOption::Padding(0); MAX_OPTIONS];
+    let mut n = 0usize;
+    let wanted = [
+        opt.nsid.map(EdnsOption::Nsid),
+        opt.cookie.as_ref().map(|c| EdnsOption::Cookie {
+            client: c.client,
+            server: Some(&c.server[..]),
+        }),
+        opt.keepalive.map(|t| EdnsOption::TcpKeepalive(Some(t))),
+        ede.map(|e| EdnsOption::Ede {
+            code: e.info_code(),
+            text: b"",
+        }),
+    ];
+    for o in wanted.into_iter().flatten() {
+        if let Some(slot) = options.get_mut(n) {
+            *slot = o;
+            n = n.saturating_add(1);
+        }
+    }
+    let record = OptRecord {
         udp_payload_size: opt.payload,
         version: 0,
         dnssec_ok: opt.dnssec_ok,
-        options,
+        options: options.get(..n).unwrap_or(&[]),
         ..OptRecord::default()
-    }
+    };
+    f(&record)
 }
 
 #[derive(Debug)]
 pub(crate) struct Response<'b> {
     builder: MessageBuilder<'b>,
-    opt: Option<ResponseOpt>,
+    opt: Option<ResponseOpt<'b>>,
+    /// Where the records start, to take them all back (see `clear_records`).
+    records_start: Option<Checkpoint>,
     ede: Option<ExtendedError>,
     class: Class,
 }
@@ -60,7 +118,7 @@ impl<'b> Response<'b> {
         buf: &'b mut Vec<u8>,
         query: &Header,
         limit: usize,
-        opt: Option<ResponseOpt>,
+        opt: Option<ResponseOpt<'b>>,
     ) -> Response<'b> {
         let mut builder = MessageBuilder::new(buf, limit);
         let h = builder.header_mut();
@@ -70,11 +128,12 @@ impl<'b> Response<'b> {
         h.flags.rd = query.flags.rd;
         h.flags.cd = query.flags.cd;
         if let Some(o) = opt {
-            builder.reserve(opt_record(o, None).wire_len());
+            builder.reserve(with_opt_record(&o, None, |r| r.wire_len()));
         }
         Response {
             builder,
             opt,
+            records_start: None,
             ede: None,
             class: Class::IN,
         }
@@ -84,6 +143,24 @@ impl<'b> Response<'b> {
     /// the limit is at least 512 and a question at most 259 octets.
     pub(crate) fn question(&mut self, qname: &Name, qtype: Rtype, qclass: Class) {
         let _ = self.builder.push_question(qname, qtype, qclass);
+        self.records_start = Some(self.builder.checkpoint());
+    }
+
+    /// Takes back every record written after the question (the OPT is added at
+    /// `finish`), for a response that must not carry its answer after all.
+    pub(crate) fn clear_records(&mut self) {
+        if let Some(mark) = self.records_start {
+            self.builder.rollback(mark);
+        }
+    }
+
+    /// The size the message will have once finished, OPT included.
+    pub(crate) fn finished_len(&self) -> usize {
+        let opt_len = self
+            .opt
+            .as_ref()
+            .map_or(0, |o| with_opt_record(o, self.ede, |r| r.wire_len()));
+        self.builder.len().saturating_add(opt_len)
     }
 
     /// The class of the records that follow (IN, or CH for the server identity).
@@ -100,6 +177,10 @@ impl<'b> Response<'b> {
         self.builder.header_mut().flags.tc = true;
     }
 
+    pub(crate) fn clear_truncated(&mut self) {
+        self.builder.header_mut().flags.tc = false;
+    }
+
     pub(crate) fn is_truncated(&self) -> bool {
         self.builder.header().flags.tc
     }
@@ -112,6 +193,10 @@ impl<'b> Response<'b> {
 
     pub(crate) fn set_rcode(&mut self, rcode: Rcode) {
         self.builder.set_rcode(rcode);
+    }
+
+    pub(crate) fn rcode(&self) -> Rcode {
+        self.builder.rcode()
     }
 
     pub(crate) fn count(&self, section: Section) -> u16 {
@@ -141,9 +226,15 @@ impl<'b> Response<'b> {
         let rcode = self.builder.rcode();
         let truncated = self.is_truncated();
         let ede = self.ede;
-        let opt = self.opt.map(|o| opt_record(o, ede));
         // The OPT's room was reserved at the start, so it always fits.
-        let _ = self.builder.finish(opt.as_ref());
+        match self.opt {
+            Some(o) => with_opt_record(&o, ede, |r| {
+                let _ = self.builder.finish(Some(r));
+            }),
+            None => {
+                let _ = self.builder.finish(None);
+            }
+        }
         (rcode, truncated)
     }
 }

@@ -2,6 +2,7 @@
 //! then answer, follow a CNAME or DNAME, refer, or deny existence — each a step of
 //! its own module, in the order RFC 1034 §4.3.2 gives them.
 
+use bulwark_guard::ResponseClass;
 use bulwark_proto::message::Section;
 use bulwark_proto::{Name, Rcode, Rtype};
 use bulwark_zone::zone::{Node, Zone};
@@ -11,6 +12,7 @@ use crate::additional::Additional;
 use crate::any::minimal_any;
 use crate::cname::{self, Chain};
 use crate::dname::{self, Substitution};
+use crate::imputed::Imputed;
 use crate::lookup::{self, Found};
 use crate::negative::deny_existence;
 use crate::referral::referral;
@@ -21,6 +23,8 @@ use crate::response::Response;
 pub(crate) struct Scratch {
     pub(crate) chain: Chain,
     pub(crate) additional: Additional,
+    /// The class and imputed name of the last response, for RRL.
+    pub(crate) imputed: Imputed,
 }
 
 /// The zone that answers `qname`: the longest suffix match, except that a DS query
@@ -54,13 +58,27 @@ pub(crate) fn answer_in_zone(
 ) {
     scratch.chain.start(qname);
     scratch.additional.clear();
+    // Set when the answer's class is decided by what the walk met (a referral or
+    // a wildcard) rather than by its outcome; the last such step wins.
+    let mut decided = false;
     let mut name = qname.clone();
     loop {
         let next = match lookup::find(zone, &name, qtype) {
-            Found::Exact(node) | Found::Wildcard(node) => {
+            Found::Exact(node) => {
+                answer_at_node(resp, zone, &name, node, qtype, &mut scratch.additional)
+            }
+            Found::Wildcard {
+                node,
+                closest_encloser,
+            } => {
+                let encloser = name.as_wire().get(closest_encloser..).unwrap_or(&[0]);
+                scratch.imputed.set_wildcard(encloser);
+                decided = true;
                 answer_at_node(resp, zone, &name, node, qtype, &mut scratch.additional)
             }
             Found::Delegation { cut, ns } => {
+                scratch.imputed.set(ResponseClass::Referral, cut.as_wire());
+                decided = true;
                 referral(resp, &cut, ns, &mut scratch.additional);
                 Next::Done
             }
@@ -91,6 +109,22 @@ pub(crate) fn answer_in_zone(
     }
     if !resp.is_truncated() {
         scratch.additional.write(resp, zone);
+    }
+    classify(resp, zone, qname, decided, &mut scratch.imputed);
+}
+
+/// The response's RRL class and imputed name: NXDOMAIN counts against the zone
+/// apex, other rcodes but NOERROR are errors, and a NOERROR not already decided
+/// by a referral or wildcard is an answer or NODATA for the query name.
+fn classify(resp: &Response<'_>, zone: &Zone, qname: &Name, decided: bool, imputed: &mut Imputed) {
+    match resp.rcode() {
+        Rcode::NXDOMAIN => imputed.set(ResponseClass::Nxdomain, zone.apex().as_wire()),
+        Rcode::NOERROR if decided => {}
+        Rcode::NOERROR if resp.count(Section::Answer) > 0 || resp.is_truncated() => {
+            imputed.set(ResponseClass::Positive, qname.as_wire());
+        }
+        Rcode::NOERROR => imputed.set(ResponseClass::Nodata, qname.as_wire()),
+        _ => imputed.error(),
     }
 }
 

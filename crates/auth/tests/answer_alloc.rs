@@ -2,7 +2,13 @@
 //!
 //! Counting allocations needs a global allocator, which is an `unsafe` trait: this
 //! test binary (not the library) allows it, and only forwards to `System`.
-#![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    unsafe_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 
@@ -10,7 +16,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
 
-use bulwark_auth::{AnswerConfig, Answerer, Transport};
+use std::net::IpAddr;
+
+use bulwark_auth::{
+    Access, AnswerConfig, AnswerOutcome, Answerer, CookiePolicy, Request, ServerCookies, Transport,
+    ZoneAccess,
+};
+use bulwark_guard::CookieSecret;
+use bulwark_proto::{Name, Rcode};
 use common::*;
 use hickory_proto::rr::RecordType;
 
@@ -74,6 +87,115 @@ fn answering_does_not_allocate_once_warm() {
     for q in &queries {
         let before = allocations();
         a.answer(&zones, Transport::Udp, q, &mut out);
+        let after = allocations();
+        assert_eq!(after - before, 0, "query {:02x?} allocated", &q[12..]);
+    }
+}
+
+struct AllowAll;
+
+impl ZoneAccess for AllowAll {
+    fn access(&self, _apex: &Name, _client: IpAddr) -> Access {
+        Access::Allow
+    }
+}
+
+/// Appends an OPT-borne option to a query built with EDNS by hickory: the OPT is
+/// the last record, so its RDLENGTH is the two octets before the options.
+fn with_option(mut wire: Vec<u8>, code: u16, data: &[u8]) -> Vec<u8> {
+    let rdlen_at = wire.len() - 2;
+    let rdlen = u16::from_be_bytes([wire[rdlen_at], wire[rdlen_at + 1]]);
+    assert_eq!(rdlen, 0, "hickory wrote no options");
+    wire.extend_from_slice(&code.to_be_bytes());
+    wire.extend_from_slice(&(data.len() as u16).to_be_bytes());
+    wire.extend_from_slice(data);
+    let new_len = (data.len() + 4) as u16;
+    wire[rdlen_at..rdlen_at + 2].copy_from_slice(&new_len.to_be_bytes());
+    wire
+}
+
+#[test]
+fn answering_with_cookies_nsid_and_zone_access_does_not_allocate_once_warm() {
+    let zones = zoneset(&[example()]);
+    let secrets = ServerCookies {
+        current: CookieSecret([7; 16]),
+        previous: None,
+    };
+    let client: IpAddr = "192.0.2.1".parse().unwrap();
+    let now = 1_700_000_000u64;
+    let client_cookie = [9u8; 8];
+    let mut both = client_cookie.to_vec();
+    both.extend_from_slice(&secrets.mint(&client_cookie, client, now as u32));
+    let base = |n: &str, t| with_edns(query(n, t), 1232, false).to_vec().unwrap();
+    let queries: Vec<(Transport, Vec<u8>)> = vec![
+        (
+            Transport::Udp,
+            with_option(base("web.example.com.", RecordType::A), 10, &client_cookie),
+        ),
+        (
+            Transport::Udp,
+            with_option(base("example.com.", RecordType::MX), 10, &both),
+        ),
+        (
+            Transport::Udp,
+            with_option(base("nothere.example.com.", RecordType::A), 3, &[]),
+        ),
+        (
+            Transport::Udp,
+            with_option(base("foo.wild.example.com.", RecordType::TXT), 10, &both),
+        ),
+        (
+            Transport::Udp,
+            with_option(
+                base("www.sub.example.com.", RecordType::A),
+                10,
+                &client_cookie,
+            ),
+        ),
+        // Over the policy's threshold without a valid server cookie: BADCOOKIE.
+        (
+            Transport::Udp,
+            with_option(base("example.com.", RecordType::ANY), 10, &client_cookie),
+        ),
+        (
+            Transport::Tcp,
+            with_option(base("web.example.com.", RecordType::A), 11, &[]),
+        ),
+        (Transport::Udp, base("example.com.", RecordType::NS)),
+    ];
+    let config = AnswerConfig {
+        nsid: Some(b"ns1.example".to_vec()),
+        tcp_keepalive: Some(300),
+        cookies: CookiePolicy {
+            require_for_udp_above: Some(100),
+        },
+        ..AnswerConfig::default()
+    };
+    let mut a = Answerer::new(Arc::new(config));
+    let mut out = Vec::with_capacity(65535);
+    let access = AllowAll;
+    let request = |transport| Request {
+        transport,
+        client,
+        now,
+        cookies: Some(&secrets),
+        zone_access: Some(&access),
+    };
+    let mut rcodes = Vec::new();
+    for (t, q) in &queries {
+        match a.answer_request(&zones, &request(*t), q, &mut out) {
+            AnswerOutcome::Respond { rcode, .. } => rcodes.push(rcode),
+            AnswerOutcome::Drop => panic!("dropped"),
+        }
+    }
+    // The cookie policy's BADCOOKIE path is among those measured.
+    assert!(rcodes.contains(&Rcode::BADCOOKIE), "{rcodes:?}");
+    assert!(rcodes.contains(&Rcode::NXDOMAIN), "{rcodes:?}");
+    for (t, q) in &queries {
+        let req = request(*t);
+        let before = allocations();
+        a.answer_request(&zones, &req, q, &mut out);
+        let _ = a.rrl_key();
         let after = allocations();
         assert_eq!(after - before, 0, "query {:02x?} allocated", &q[12..]);
     }

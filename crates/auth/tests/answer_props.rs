@@ -10,7 +10,10 @@ mod common;
 
 use std::sync::Arc;
 
-use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Transport};
+use bulwark_auth::{
+    AnswerConfig, AnswerOutcome, Answerer, CookiePolicy, Request, ServerCookies, Transport,
+};
+use bulwark_guard::CookieSecret;
 use common::*;
 use hickory_proto::op::Message;
 use hickory_proto::rr::RecordType;
@@ -41,8 +44,18 @@ fn limit_for(transport: Transport, query: &[u8]) -> usize {
 }
 
 fn check(answerer: &mut Answerer, zones: &bulwark_zone::ZoneSet, transport: Transport, q: &[u8]) {
+    check_request(answerer, zones, &Request::plain(transport), q);
+}
+
+fn check_request(
+    answerer: &mut Answerer,
+    zones: &bulwark_zone::ZoneSet,
+    request: &Request<'_>,
+    q: &[u8],
+) {
+    let transport = request.transport;
     let mut out = Vec::new();
-    match answerer.answer(zones, transport, q, &mut out) {
+    match answerer.answer_request(zones, request, q, &mut out) {
         AnswerOutcome::Drop => assert!(out.is_empty() || q.len() < 12 || q[2] & 0x80 != 0),
         AnswerOutcome::Respond { .. } => {
             assert!(out.len() >= 12);
@@ -114,5 +127,54 @@ proptest! {
         let mut a = Answerer::new(Arc::new(AnswerConfig::default()));
         let transport = if tcp { Transport::Tcp } else { Transport::Udp };
         check(&mut a, &zones, transport, &wire);
+    }
+
+    #[test]
+    fn queries_with_edns_options_get_parseable_responses_under_every_defence(
+        name in 0..NAMES.len(),
+        qtype in prop_oneof![Just(1u16), Just(16), Just(255), any::<u16>()],
+        opts in proptest::collection::vec(
+            (prop_oneof![Just(3u16), Just(10), Just(11), Just(12), any::<u16>()],
+             proptest::collection::vec(any::<u8>(), 0..42)),
+            0..4),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..2),
+        tcp in any::<bool>(),
+        threshold in proptest::option::of(0u16..1500),
+        now in any::<u64>(),
+    ) {
+        let mut wire = with_edns(query(NAMES[name], RecordType::from(qtype)), 1232, false)
+            .to_vec()
+            .unwrap();
+        // Append the options to the OPT, the last record, and fix its RDLENGTH.
+        let rdlen_at = wire.len() - 2;
+        let mut rdata = Vec::new();
+        for (code, data) in &opts {
+            rdata.extend_from_slice(&code.to_be_bytes());
+            rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+            rdata.extend_from_slice(data);
+        }
+        wire[rdlen_at..].copy_from_slice(&(rdata.len() as u16).to_be_bytes());
+        wire.extend_from_slice(&rdata);
+        for (at, x) in flips {
+            let i = at % wire.len();
+            wire[i] ^= x;
+        }
+        let zones = zoneset(&[example()]);
+        let config = AnswerConfig {
+            nsid: Some(b"ns1.example".to_vec()),
+            tcp_keepalive: Some(100),
+            cookies: CookiePolicy { require_for_udp_above: threshold },
+            ..AnswerConfig::default()
+        };
+        let secrets = ServerCookies { current: CookieSecret([3; 16]), previous: None };
+        let request = Request {
+            transport: if tcp { Transport::Tcp } else { Transport::Udp },
+            client: "192.0.2.1".parse().unwrap(),
+            now,
+            cookies: Some(&secrets),
+            zone_access: None,
+        };
+        let mut a = Answerer::new(Arc::new(config));
+        check_request(&mut a, &zones, &request, &wire);
     }
 }
