@@ -15,6 +15,7 @@
 )]
 
 mod error;
+pub mod frame;
 mod shutdown;
 mod sys;
 pub mod tcp;
@@ -23,6 +24,7 @@ pub mod udp;
 use std::net::SocketAddr;
 
 pub use error::NetError;
+pub use frame::{FrameDecoder, FrameError};
 pub use shutdown::Shutdown;
 pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
@@ -31,16 +33,29 @@ pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 /// connection owns its handler, so a handler keeps scratch space between queries
 /// and needs no locks.
 pub trait QueryHandler {
-    /// Writes the response to `query` from `peer` into `out` (cleared by the
-    /// handler) and returns whether to send it; `false` drops the query silently.
-    fn handle(&mut self, query: &[u8], peer: SocketAddr, out: &mut Vec<u8>) -> bool;
+    /// Writes the response to `query` from `peer`, received on the listener bound
+    /// to `local`, into `out` (cleared by the handler) and returns whether to send
+    /// it; `false` drops the query silently.
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool;
 }
 
 impl<F> QueryHandler for F
 where
-    F: FnMut(&[u8], SocketAddr, &mut Vec<u8>) -> bool,
+    F: FnMut(&[u8], SocketAddr, SocketAddr, &mut Vec<u8>) -> bool,
 {
-    fn handle(&mut self, query: &[u8], peer: SocketAddr, out: &mut Vec<u8>) -> bool {
-        self(query, peer, out)
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        self(query, peer, local, out)
     }
 }

@@ -1,19 +1,25 @@
-//! DNS over TCP per RFC 7766: two-byte length framing (§8), many queries per
-//! connection answered in order as they are read (pipelining, §6.2.1.1), an idle
-//! timeout (§6.2.3), and a cap on concurrent connections beyond which new ones
-//! are closed at once (§6.2.2 lets a busy server close connections).
+//! DNS over TCP per RFC 7766: two-byte length framing (§8, see [`crate::frame`]),
+//! many queries per connection answered in order as they are read (pipelining,
+//! §6.2.1.1), and the limits §6.2.2 and §6.2.3 let a server set against clients
+//! that would hold its connections: an idle timeout, a time limit on reading
+//! each message once it has started, a cap on queries per connection, and caps
+//! on concurrent connections in total and per client. A connection beyond a cap
+//! is closed at once rather than queued; each close is counted by its reason.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use crate::error::NetError;
+use crate::frame::{FrameDecoder, FrameError};
 use crate::shutdown::Shutdown;
 use crate::QueryHandler;
 
@@ -23,16 +29,46 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 /// The largest query read over TCP; a longer one closes the connection. Queries to
 /// an authoritative server are small; the full 65535 would only invite memory use.
 pub const DEFAULT_MAX_TCP_QUERY: usize = 16384;
-/// RFC 1035 §4.1.1: a message has at least its 12-octet header.
-const HEADER_LEN: usize = 12;
+/// RFC 7766 §6.2.2: per-client limits "SHOULD be much looser" than the one
+/// connection a client should open, since one address may be many resolvers or
+/// a NAT. 20 is that much looser (room for a resolver's pool of pipelining
+/// connections), yet keeps a single address (or IPv6 /64) from holding more
+/// than 2% of the default 1000 connections. The binary's configuration uses
+/// the same default.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 20;
+/// No cap by default (as NSD's `tcp-query-count: 0`): a pipelining resolver
+/// should not have to reconnect, and a TCP client cannot spoof its address, so
+/// its queries cost it a round trip each like anyone's. The idle timeout and the
+/// connection caps bound what one client holds.
+pub const DEFAULT_MAX_QUERIES_PER_CONNECTION: u32 = 0;
+/// Time allowed to receive one whole message once its first octet has arrived.
+/// A query is one or two segments, so a healthy client sends it well within this
+/// even with a retransmission; a client dripping a byte at a time (slowloris)
+/// is cut off however often it sends. Knot's `tcp-io-timeout` is 500 ms; this is
+/// gentler on lossy paths.
+pub const DEFAULT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(2);
 const LISTEN_BACKLOG: i32 = 1024;
-const IO_BUFFER: usize = 16 * 1024;
+/// Responses gathered from pipelined queries are written once they reach this
+/// size, so a client that sends many queries and reads nothing cannot make the
+/// connection buffer an unbounded amount.
+const WRITE_BATCH: usize = 16 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
+    /// A connection with no message in progress is closed after this long
+    /// without receiving anything (also the limit on writing a response).
     pub idle_timeout: Duration,
+    /// Concurrent connections over all listeners.
     pub max_connections: usize,
+    /// The largest query accepted; a longer length prefix closes the connection.
     pub max_query_size: usize,
+    /// Concurrent connections from one IPv4 address or IPv6 /64; 0 = unlimited.
+    pub max_connections_per_client: usize,
+    /// Queries answered on one connection before it is closed; 0 = unlimited.
+    pub max_queries_per_connection: u32,
+    /// Time to receive one whole message once its first octet arrived; zero
+    /// leaves only the idle timeout (applied to each read).
+    pub message_timeout: Duration,
 }
 
 impl Default for TcpConfig {
@@ -41,6 +77,9 @@ impl Default for TcpConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_query_size: DEFAULT_MAX_TCP_QUERY,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            max_queries_per_connection: DEFAULT_MAX_QUERIES_PER_CONNECTION,
+            message_timeout: DEFAULT_MESSAGE_TIMEOUT,
         }
     }
 }
@@ -75,11 +114,37 @@ pub fn bind_tcp(addr: SocketAddr) -> Result<std::net::TcpListener, NetError> {
 }
 
 /// Connection counters shared by every listener of one [`serve_tcp`] call.
+/// Each connection accepted ends in exactly one of the close reasons.
 #[derive(Debug, Default)]
 pub struct TcpStats {
     pub accepted: AtomicU64,
+    /// Connections closed at accept: `too_many_total + too_many_for_client`.
     pub rejected: AtomicU64,
     pub queries: AtomicU64,
+    /// Closed at accept: all `max_connections` were in use.
+    pub too_many_total: AtomicU64,
+    /// Closed at accept: the client already held `max_connections_per_client`.
+    pub too_many_for_client: AtomicU64,
+    /// Closed after `idle_timeout` without a message in progress.
+    pub idle: AtomicU64,
+    /// Closed because a message was not received in full within `message_timeout`.
+    pub message_timeout: AtomicU64,
+    /// Closed after answering `max_queries_per_connection` queries.
+    pub query_limit: AtomicU64,
+    /// Closed on a length prefix below a header or above `max_query_size`.
+    pub bad_length: AtomicU64,
+    /// The client closed (possibly mid-message).
+    pub peer_closed: AtomicU64,
+    /// A response could not be written within `idle_timeout`.
+    pub write_timeout: AtomicU64,
+    /// A socket error (reset by the peer and the like).
+    pub io_error: AtomicU64,
+    /// Closed because the server is shutting down.
+    pub shutdown: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Serves every listener until `shutdown` fires. Each connection gets its own
@@ -95,17 +160,19 @@ where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
-    let config = Arc::new(config);
+    let limits = Arc::new(Limits {
+        slots: Semaphore::new(config.max_connections.max(1)),
+        clients: ClientCounts::new(config.max_connections_per_client),
+        config,
+    });
     let make_handler = Arc::new(make_handler);
-    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
     let mut accepts = tokio::task::JoinSet::new();
     for l in listeners {
         let listener = TcpListener::from_std(l).map_err(NetError::Listener)?;
         accepts.spawn(accept_loop(
             listener,
-            Arc::clone(&config),
+            Arc::clone(&limits),
             Arc::clone(&make_handler),
-            Arc::clone(&slots),
             Arc::clone(&stats),
             shutdown.clone(),
         ));
@@ -114,17 +181,110 @@ where
     Ok(())
 }
 
+/// What every connection of one [`serve_tcp`] call shares.
+struct Limits {
+    config: TcpConfig,
+    slots: Semaphore,
+    clients: ClientCounts,
+}
+
+/// Connections held per client, touched only at accept and close.
+struct ClientCounts {
+    limit: usize,
+    held: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One connection's place in [`ClientCounts`], given back when dropped (also
+/// when a handler panic unwinds the connection's task).
+struct ClientSlot {
+    limits: Arc<Limits>,
+    client: IpAddr,
+}
+
+impl ClientCounts {
+    fn new(limit: usize) -> ClientCounts {
+        ClientCounts {
+            limit,
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Limits {
+    /// A slot for `peer`, or `None` when it already holds its share.
+    fn take_client_slot(self: &Arc<Self>, peer: IpAddr) -> Option<Option<ClientSlot>> {
+        if self.clients.limit == 0 {
+            return Some(None);
+        }
+        let client = client_key(peer);
+        // A panic while the lock was held cannot leave the map inconsistent
+        // (each update is a single insert or remove), so a poisoned lock is used.
+        let mut held = self
+            .clients
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let n = held.entry(client).or_insert(0);
+        if *n >= self.clients.limit {
+            return None;
+        }
+        *n = n.saturating_add(1);
+        Some(Some(ClientSlot {
+            limits: Arc::clone(self),
+            client,
+        }))
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut held = self
+            .limits
+            .clients
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = held.get_mut(&self.client) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                // Entries go with their last connection: the map holds only
+                // clients with open connections, however many have come and gone.
+                held.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Whom a connection is counted against: an IPv4 address, or an IPv6 /64
+/// (RFC 7766 §6.2.2 allows limits per address "or subnet"; one IPv6 host
+/// commonly has a whole /64 to draw addresses from).
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !u128::from(u64::MAX);
+                IpAddr::V6(Ipv6Addr::from(prefix))
+            }
+        },
+    }
+}
+
 async fn accept_loop<F, H>(
     listener: TcpListener,
-    config: Arc<TcpConfig>,
+    limits: Arc<Limits>,
     make_handler: Arc<F>,
-    slots: Arc<Semaphore>,
     stats: Arc<TcpStats>,
     shutdown: Shutdown,
 ) where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
+    // The listener's bound address, handed to each query's handler.
+    let local = listener
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.wait() => return,
@@ -140,105 +300,258 @@ async fn accept_loop<F, H>(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            // Full: close at once rather than queue (RFC 7766 §6.2.2).
-            stats.rejected.fetch_add(1, Ordering::Relaxed);
+        // Full: close at once rather than queue (RFC 7766 §6.2.2).
+        let Ok(permit) = limits.slots.try_acquire() else {
+            bump(&stats.rejected);
+            bump(&stats.too_many_total);
             drop(stream);
             continue;
         };
-        stats.accepted.fetch_add(1, Ordering::Relaxed);
+        let Some(client_slot) = limits.take_client_slot(peer.ip()) else {
+            bump(&stats.rejected);
+            bump(&stats.too_many_for_client);
+            drop(stream);
+            continue;
+        };
+        // The permit is given back by `Connection` below, which owns it as a
+        // count rather than a borrow of `limits`.
+        permit.forget();
+        bump(&stats.accepted);
+        let connection = Connection {
+            limits: Arc::clone(&limits),
+            stats: Arc::clone(&stats),
+            _client: client_slot,
+        };
         let handler = make_handler();
-        let config = Arc::clone(&config);
-        let stats = Arc::clone(&stats);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            tokio::select! {
-                _ = shutdown.wait() => {}
-                r = serve_connection(stream, peer, handler, &config, &stats) => {
-                    if let Err(e) = r {
-                        tracing::debug!(%peer, error = %e, "TCP connection ended");
-                    }
-                }
-            }
-            drop(permit);
+            let mut stream = stream;
+            let end = tokio::select! {
+                _ = shutdown.wait() => ConnectionEnd::Shutdown,
+                end = serve_connection(
+                    &mut stream, peer, local, handler, &connection.limits.config, &connection.stats,
+                ) => end,
+            };
+            tracing::debug!(%peer, reason = %end, "TCP connection closed");
+            // Counted and its places given back before the socket closes, so a
+            // client that sees the close also sees the count, and may reconnect.
+            connection.count(&end);
+            drop(connection);
+            drop(stream);
         });
     }
 }
 
-/// Why a connection was closed early.
+/// Holds a connection's places in the caps; dropping it gives them back.
+struct Connection {
+    limits: Arc<Limits>,
+    stats: Arc<TcpStats>,
+    _client: Option<ClientSlot>,
+}
+
+impl Connection {
+    fn count(&self, end: &ConnectionEnd) {
+        let stats = &self.stats;
+        bump(match end {
+            ConnectionEnd::PeerClosed => &stats.peer_closed,
+            ConnectionEnd::Idle => &stats.idle,
+            ConnectionEnd::MessageTimeout => &stats.message_timeout,
+            ConnectionEnd::QueryLimit => &stats.query_limit,
+            ConnectionEnd::BadLength(_) => &stats.bad_length,
+            ConnectionEnd::WriteTimeout => &stats.write_timeout,
+            ConnectionEnd::Io(_) => &stats.io_error,
+            ConnectionEnd::Shutdown => &stats.shutdown,
+        });
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.limits.slots.add_permits(1);
+    }
+}
+
+/// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
 enum ConnectionEnd {
+    #[error("closed by the client")]
+    PeerClosed,
     #[error("idle timeout")]
     Idle,
-    #[error("query of {0} octets is outside the accepted size")]
-    BadLength(usize),
+    #[error("message not received in time")]
+    MessageTimeout,
+    #[error("query limit reached")]
+    QueryLimit,
+    #[error(transparent)]
+    BadLength(FrameError),
     #[error("write timed out")]
     WriteTimeout,
     #[error(transparent)]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+    #[error("server shutting down")]
+    Shutdown,
 }
 
+/// Reads, answers and writes until a limit or the client ends the connection.
 async fn serve_connection<H: QueryHandler>(
-    stream: TcpStream,
+    stream: &mut TcpStream,
     peer: SocketAddr,
+    local: SocketAddr,
     mut handler: H,
     config: &TcpConfig,
     stats: &TcpStats,
-) -> Result<(), ConnectionEnd> {
+) -> ConnectionEnd {
     let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
-    let mut reader = BufReader::with_capacity(IO_BUFFER, r);
-    let mut writer = BufWriter::with_capacity(IO_BUFFER, w);
-    let mut query: Vec<u8> = Vec::with_capacity(512);
-    let mut out: Vec<u8> = Vec::with_capacity(4096);
-    let idle = config.idle_timeout;
+    let mut decoder = FrameDecoder::new(config.max_query_size);
+    let mut out: Vec<u8> = Vec::new();
+    let mut responses: Vec<u8> = Vec::new();
+    let mut answered: u32 = 0;
+    // When the message now in progress must be complete by.
+    let mut message_deadline: Option<Instant> = None;
     loop {
-        // RFC 7766 §8: each message is preceded by its length in two octets.
-        let len = match tokio::time::timeout(idle, reader.read_u16()).await {
-            Err(_) => return Err(ConnectionEnd::Idle),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Ok(Err(e)) => return Err(e.into()),
-            Ok(Ok(len)) => usize::from(len),
+        // Answer every message already received, in order (RFC 7766 §6.2.1.1);
+        // their responses leave together.
+        let mut completed = false;
+        loop {
+            let query = match decoder.next_frame() {
+                Ok(Some(q)) => q,
+                Ok(None) => break,
+                Err(e) => {
+                    // Send what was answered before the bad prefix; the close
+                    // follows either way.
+                    let _ = write_responses(stream, &mut responses, config.idle_timeout).await;
+                    return ConnectionEnd::BadLength(e);
+                }
+            };
+            completed = true;
+            bump(&stats.queries);
+            if handler.handle(query, peer, local, &mut out) {
+                // A response over 65535 octets cannot be framed; the handler keeps
+                // to that limit, so this only guards against a bug.
+                if let Ok(n) = u16::try_from(out.len()) {
+                    responses.extend_from_slice(&n.to_be_bytes());
+                    responses.extend_from_slice(&out);
+                }
+            }
+            answered = answered.saturating_add(1);
+            if config.max_queries_per_connection != 0
+                && answered >= config.max_queries_per_connection
+            {
+                // RFC 7766 §6.2.3: the server may close; the answers go first.
+                return match write_responses(stream, &mut responses, config.idle_timeout).await {
+                    Ok(()) => ConnectionEnd::QueryLimit,
+                    Err(end) => end,
+                };
+            }
+            if responses.len() >= WRITE_BATCH {
+                if let Err(end) = write_responses(stream, &mut responses, config.idle_timeout).await
+                {
+                    return end;
+                }
+            }
+        }
+        if let Err(end) = write_responses(stream, &mut responses, config.idle_timeout).await {
+            return end;
+        }
+
+        // The clock for a message starts with its first octet: at the read that
+        // brought it, which is now if that read also completed a message.
+        let now = Instant::now();
+        if decoder.pending() == 0 {
+            message_deadline = None;
+        } else if completed || message_deadline.is_none() {
+            message_deadline = now.checked_add(config.message_timeout);
+        }
+        let (deadline, expired) = match message_deadline {
+            Some(d) if !config.message_timeout.is_zero() => (d, ConnectionEnd::MessageTimeout),
+            _ => (
+                now.checked_add(config.idle_timeout).unwrap_or(now),
+                if decoder.pending() == 0 {
+                    ConnectionEnd::Idle
+                } else {
+                    ConnectionEnd::MessageTimeout
+                },
+            ),
         };
-        if len < HEADER_LEN || len > config.max_query_size {
-            return Err(ConnectionEnd::BadLength(len));
-        }
-        query.resize(len, 0);
-        match tokio::time::timeout(idle, reader.read_exact(&mut query)).await {
-            Err(_) => return Err(ConnectionEnd::Idle),
-            Ok(r) => {
-                r?;
-            }
-        }
-        stats.queries.fetch_add(1, Ordering::Relaxed);
-        if handler.handle(&query, peer, &mut out) {
-            // A response over 65535 octets cannot be framed; the handler keeps to
-            // that limit, so this only guards against a bug.
-            if let Ok(n) = u16::try_from(out.len()) {
-                write_or_timeout(&mut writer, &n.to_be_bytes(), idle).await?;
-                write_or_timeout(&mut writer, &out, idle).await?;
-            }
-        }
-        // Pipelined queries already buffered are answered before flushing, so
-        // their responses leave together; otherwise flush before blocking to read.
-        if reader.buffer().is_empty() {
-            match tokio::time::timeout(idle, writer.flush()).await {
-                Err(_) => return Err(ConnectionEnd::WriteTimeout),
-                Ok(r) => r?,
-            }
+        match tokio::time::timeout_at(deadline, stream.read(decoder.read_space())).await {
+            Err(_) => return expired,
+            Ok(Ok(0)) => return ConnectionEnd::PeerClosed,
+            Ok(Ok(n)) => decoder.commit(n),
+            Ok(Err(e)) => return ConnectionEnd::Io(e),
         }
     }
 }
 
-/// write_all copes with partial writes; the timeout stops a client that never
-/// reads from holding the connection forever.
-async fn write_or_timeout<W: tokio::io::AsyncWrite + Unpin>(
-    w: &mut W,
-    bytes: &[u8],
+/// Writes and clears the gathered responses. write_all copes with partial
+/// writes; the timeout stops a client that never reads from holding the
+/// connection forever.
+async fn write_responses(
+    stream: &mut TcpStream,
+    responses: &mut Vec<u8>,
     limit: Duration,
 ) -> Result<(), ConnectionEnd> {
-    match tokio::time::timeout(limit, w.write_all(bytes)).await {
+    if responses.is_empty() {
+        return Ok(());
+    }
+    let written = tokio::time::timeout(limit, stream.write_all(responses)).await;
+    responses.clear();
+    match written {
         Err(_) => Err(ConnectionEnd::WriteTimeout),
-        Ok(r) => Ok(r?),
+        Ok(Err(e)) => Err(ConnectionEnd::Io(e)),
+        Ok(Ok(())) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn clients_are_counted_by_ipv4_address_and_ipv6_slash_64() {
+        let key = |s: &str| client_key(s.parse().unwrap());
+        assert_eq!(key("192.0.2.7"), key("192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+    }
+
+    #[test]
+    fn a_client_slot_is_given_back_and_its_entry_removed_when_dropped() {
+        let limits = Arc::new(Limits {
+            config: TcpConfig::default(),
+            slots: Semaphore::new(10),
+            clients: ClientCounts::new(2),
+        });
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let a = limits.take_client_slot(ip).unwrap();
+        let b = limits.take_client_slot(ip).unwrap();
+        assert!(
+            limits.take_client_slot(ip).is_none(),
+            "third is over the cap"
+        );
+        assert!(limits
+            .take_client_slot("192.0.2.2".parse().unwrap())
+            .is_some());
+        drop(a);
+        let c = limits.take_client_slot(ip).unwrap();
+        drop((b, c));
+        assert!(limits.clients.held.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_per_client_limit_of_zero_tracks_nothing() {
+        let limits = Arc::new(Limits {
+            config: TcpConfig::default(),
+            slots: Semaphore::new(10),
+            clients: ClientCounts::new(0),
+        });
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let held: Vec<_> = (0..100)
+            .map(|_| limits.take_client_slot(ip).unwrap())
+            .collect();
+        assert!(held.iter().all(Option::is_none));
+        assert!(limits.clients.held.lock().unwrap().is_empty());
     }
 }

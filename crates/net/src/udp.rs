@@ -251,6 +251,17 @@ impl<H: QueryHandler> Worker<H> {
             .map(|_| Vec::with_capacity(self.config.response_capacity))
             .collect();
         let mut which: Vec<usize> = Vec::with_capacity(batch);
+        // Each socket's bound address, handed to the handler as the listener.
+        let locals: Vec<SocketAddr> = self
+            .sockets
+            .iter()
+            .map(|s| {
+                s.local_addr()
+                    .ok()
+                    .and_then(|a| a.as_socket())
+                    .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+            })
+            .collect();
         // Slot 0 is the shutdown eventfd, then one per socket.
         let mut fds: Vec<libc::pollfd> = std::iter::once(self.shutdown.raw_fd())
             .chain(self.sockets.iter().map(|s| s.as_raw_fd()))
@@ -273,7 +284,7 @@ impl<H: QueryHandler> Worker<H> {
                 return;
             }
             // The sockets stay owned by `self.sockets`; their fds are borrowed here.
-            for pfd in fds.iter().skip(1) {
+            for (pfd, &local) in fds.iter().skip(1).zip(&locals) {
                 if pfd.revents == 0 {
                     continue;
                 }
@@ -289,7 +300,7 @@ impl<H: QueryHandler> Worker<H> {
                     if n == 0 {
                         break;
                     }
-                    self.answer_batch(fd, n, &recv, &mut send, &mut outs, &mut which);
+                    self.answer_batch((fd, local), n, &recv, &mut send, &mut outs, &mut which);
                     // A short batch means the queue is empty: back to poll rather
                     // than spend a syscall to learn it.
                     if n < recv.capacity() {
@@ -302,7 +313,7 @@ impl<H: QueryHandler> Worker<H> {
 
     fn answer_batch(
         &mut self,
-        fd: std::os::fd::RawFd,
+        (fd, local): (std::os::fd::RawFd, SocketAddr),
         n: usize,
         recv: &RecvBatch,
         send: &mut SendBatch,
@@ -318,7 +329,7 @@ impl<H: QueryHandler> Worker<H> {
             // is caught here (free when nothing panics) and the query dropped.
             let handler = &mut self.handler;
             let respond = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                handler.handle(query, peer, out)
+                handler.handle(query, peer, local, out)
             }));
             match respond {
                 Ok(true) => which.push(i),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bulwark_net::{bind_tcp, bind_udp, serve_tcp, Shutdown, TcpConfig, TcpStats, UdpConfig};
 
-fn echo(query: &[u8], _peer: SocketAddr, out: &mut Vec<u8>) -> bool {
+fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
     out.clear();
     if query.len() < 12 {
         return false;
@@ -277,11 +277,11 @@ fn udp_worker_survives_a_handler_panic() {
     let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 1).unwrap();
     let server = listeners.local_addrs()[0];
     let shutdown = Shutdown::new().unwrap();
-    let panicky = |q: &[u8], p: SocketAddr, out: &mut Vec<u8>| {
+    let panicky = |q: &[u8], p: SocketAddr, l: SocketAddr, out: &mut Vec<u8>| {
         if q[0] == 0xde {
             panic!("bug in answering");
         }
-        echo(q, p, out)
+        echo(q, p, l, out)
     };
     let workers = listeners
         .spawn(&UdpConfig::default(), |_| panicky, &shutdown)
