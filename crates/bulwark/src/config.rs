@@ -2,18 +2,23 @@
 //! line flags laid over it, and the validated [`Settings`] the server runs with.
 //! Every error names where it is: `FILE:LINE:COL: message`, or the flag.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_auth::ChaosIdentity;
+use bulwark_guard::{Acl, RrlConfig};
 use bulwark_proto::Name;
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{LogFormat, ServeArgs};
+use crate::defences::{
+    self, AclSection, CookieSettings, CookiesSection, Locate, RrlSection, TcpLimits, ZoneAcls,
+};
 
 /// DNS flag day 2020: a payload that avoids fragmentation on common paths.
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = bulwark_auth::DEFAULT_MAX_UDP_PAYLOAD;
@@ -36,6 +41,16 @@ pub struct ConfigFile {
     pub log: LogSection,
     #[serde(default, rename = "zone")]
     pub zones: Vec<ZoneSection>,
+    /// Addresses with their own ACL, served beside `[server] listen`.
+    #[serde(default, rename = "listener")]
+    pub listeners: Vec<ListenerSection>,
+    /// Named ACLs, referred to by `[server] acl` and `[[zone]] acl`.
+    #[serde(default)]
+    pub acl: BTreeMap<String, AclSection>,
+    #[serde(default)]
+    pub rrl: RrlSection,
+    #[serde(default)]
+    pub cookies: CookiesSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -46,12 +61,28 @@ pub struct ServerSection {
     pub max_udp_payload: Option<Spanned<u16>>,
     pub tcp_idle_timeout: Option<Spanned<u64>>,
     pub tcp_max_connections: Option<Spanned<usize>>,
+    pub tcp_max_connections_per_client: Option<usize>,
+    pub tcp_max_queries_per_connection: Option<u32>,
+    pub tcp_message_timeout: Option<u64>,
+    /// The ACL every listener applies before parsing a query.
+    pub acl: Option<Spanned<String>>,
+    /// RFC 5001 NSID, as text or as hex.
+    pub nsid: Option<Spanned<String>>,
+    pub nsid_hex: Option<Spanned<String>>,
     /// CH TXT `id.server.` (RFC 4892).
     pub identity: Option<String>,
     /// CH TXT `hostname.bind.`.
     pub hostname: Option<String>,
     /// CH TXT `version.bind.`.
     pub version: Option<String>,
+}
+
+/// `[[listener]]`: one address and the ACL its queries go through.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerSection {
+    pub address: Spanned<String>,
+    pub acl: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +103,8 @@ pub struct LogSection {
 pub struct ZoneSection {
     pub origin: Spanned<String>,
     pub file: Spanned<String>,
+    /// Who may query this zone.
+    pub acl: Option<Spanned<String>>,
 }
 
 /// A zone to serve.
@@ -97,6 +130,15 @@ pub struct Settings {
     pub log_format: LogFormat,
     pub log_level: String,
     pub zones: Vec<ZoneSpec>,
+    /// Applied on every listener before a query is parsed; `None` allows all.
+    pub listener_acl: Option<Arc<Acl>>,
+    /// `[[listener]]` addresses with their own ACL, overriding `listener_acl`.
+    pub listener_acls: Vec<(SocketAddr, Arc<Acl>)>,
+    pub zone_acls: ZoneAcls,
+    pub rrl: RrlConfig,
+    pub cookies: CookieSettings,
+    pub nsid: Option<Vec<u8>>,
+    pub tcp_limits: TcpLimits,
 }
 
 /// Every problem found, one per line, each saying where.
@@ -135,6 +177,12 @@ impl Source<'_> {
     fn at(&self, span: Range<usize>, message: impl std::fmt::Display) -> String {
         let (line, col) = line_col(self.text, span.start);
         format!("{}:{line}:{col}: {message}", self.file.display())
+    }
+}
+
+impl Locate for Source<'_> {
+    fn at(&self, span: Range<usize>, message: String) -> String {
+        Source::at(self, span, message)
     }
 }
 
@@ -200,7 +248,7 @@ fn resolve(
                 )),
             }
         }
-        if items.is_empty() {
+        if items.is_empty() && f.listeners.is_empty() {
             problems.push(format!("{}: listen: the list is empty", src.file.display()));
         }
     } else {
@@ -279,6 +327,56 @@ fn resolve(
         .clone()
         .or_else(|| f.control.socket.as_ref().map(|s| base_dir.join(s)));
 
+    let tcp_limits = tcp_limits(&f.server);
+    let acls = defences::build_acls(&f.acl, src, &mut problems);
+    let listener_acl = f
+        .server
+        .acl
+        .as_ref()
+        .and_then(|r| defences::find_acl(r, &acls, src, &mut problems));
+    // `[[listener]]` addresses join `listen` (replacing the defaults); the
+    // `--listen` flags replace both.
+    let mut listener_acls = Vec::new();
+    if args.listen.is_empty() {
+        for l in &f.listeners {
+            let Ok(a) = l.address.get_ref().parse::<SocketAddr>() else {
+                problems.push(src.at(
+                    l.address.span(),
+                    format!(
+                        "address: `{}` is not an address with a port, like 127.0.0.1:53 or [::1]:53",
+                        l.address.get_ref()
+                    ),
+                ));
+                continue;
+            };
+            if !listen_given {
+                listen.clear();
+                listen_given = true;
+            }
+            if listen.contains(&a) {
+                problems.push(src.at(l.address.span(), format!("address: {a} is given twice")));
+                continue;
+            }
+            listen.push(a);
+            if let Some(acl) = l
+                .acl
+                .as_ref()
+                .and_then(|r| defences::find_acl(r, &acls, src, &mut problems))
+            {
+                listener_acls.push((a, acl));
+            }
+        }
+    }
+    let rrl = defences::build_rrl(&f.rrl, src, &mut problems);
+    let cookies = defences::build_cookies(&f.cookies, src, &mut problems);
+    let nsid = defences::build_nsid(
+        f.server.nsid.as_ref(),
+        f.server.nsid_hex.as_ref(),
+        src,
+        &mut problems,
+    );
+    let mut zone_acls = ZoneAcls::default();
+
     // Zones: the file's, then the flags'.
     let mut zones: Vec<ZoneSpec> = Vec::new();
     let mut origins: HashMap<Name, String> = HashMap::new();
@@ -297,6 +395,13 @@ fn resolve(
                     let path = base_dir.join(z.file.get_ref());
                     if z.file.get_ref().is_empty() {
                         problems.push(src.at(z.file.span(), "file: the path is empty"));
+                    }
+                    if let Some(acl) = z
+                        .acl
+                        .as_ref()
+                        .and_then(|r| defences::find_acl(r, &acls, src, &mut problems))
+                    {
+                        zone_acls.0.insert(origin.clone(), acl);
                     }
                     zones.push(ZoneSpec { origin, path });
                 }
@@ -352,7 +457,32 @@ fn resolve(
         log_format,
         log_level,
         zones,
+        listener_acl,
+        listener_acls,
+        zone_acls,
+        rrl,
+        cookies,
+        nsid,
+        tcp_limits,
     })
+}
+
+/// `tcp_max_connections_per_client`, `tcp_max_queries_per_connection` and
+/// `tcp_message_timeout` over their defaults.
+fn tcp_limits(s: &ServerSection) -> TcpLimits {
+    let mut limits = TcpLimits::default();
+    // 0 means no per-client cap, as in bulwark-net.
+    if let Some(v) = s.tcp_max_connections_per_client {
+        limits.max_connections_per_client = v;
+    }
+    if let Some(v) = s.tcp_max_queries_per_connection {
+        limits.max_queries_per_connection = v;
+    }
+    // 0 leaves only the idle timeout.
+    if let Some(v) = s.tcp_message_timeout {
+        limits.message_timeout = Duration::from_secs(v);
+    }
+    limits
 }
 
 /// A zone origin: a domain name, taken as absolute whether or not it ends in a dot.
@@ -370,6 +500,7 @@ pub fn parse_origin(text: &str) -> Result<Name, String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
     use super::*;
+    use bulwark_guard::Access;
 
     fn settings(text: &str) -> Result<Settings, ConfigError> {
         let file = Path::new("/etc/bulwark/bulwark.toml");
@@ -490,5 +621,128 @@ mod tests {
         let s = settings("[server]\nidentity = \"ns1\"\n").unwrap();
         assert_eq!(s.chaos.id_server.as_deref(), Some("ns1"));
         assert_eq!(s.chaos.version, None);
+    }
+
+    #[test]
+    fn defences_default_to_rrl_on_with_loopback_exempt_and_cookies_on() {
+        let s = settings("").unwrap();
+        assert_eq!(s.rrl.responses_per_second, 20);
+        assert_eq!(s.rrl.slip, 2);
+        assert!(s
+            .rrl
+            .exempt
+            .iter()
+            .any(|n| n.contains("127.0.0.1".parse().unwrap())));
+        assert!(s.cookies.enabled);
+        assert_eq!(s.cookies.require_for_udp_above, None);
+        assert!(s.listener_acl.is_none());
+        assert!(s.zone_acls.is_empty());
+        assert_eq!(s.nsid, None);
+    }
+
+    #[test]
+    fn named_acl_denies_first_then_allows_only_its_list() {
+        let text = "[server]\nacl = \"inside\"\n[acl.inside]\nallow = [\"192.0.2.0/24\"]\ndeny = [\"192.0.2.7\"]\naction = \"drop\"\n";
+        let s = settings(text).unwrap();
+        let acl = s.listener_acl.unwrap();
+        assert_eq!(acl.check("192.0.2.1".parse().unwrap()), Access::Allow);
+        assert_eq!(acl.check("192.0.2.7".parse().unwrap()), Access::Drop);
+        assert_eq!(acl.check("198.51.100.1".parse().unwrap()), Access::Drop);
+    }
+
+    #[test]
+    fn acl_with_only_deny_allows_everyone_else_and_refuses_by_default() {
+        let text = "[acl.block]\ndeny = [\"2001:db8::/32\"]\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nacl = \"block\"\n";
+        let s = settings(text).unwrap();
+        let apex: Name = "a.test.".parse().unwrap();
+        use bulwark_auth::ZoneAccess;
+        assert_eq!(
+            s.zone_acls.access(&apex, "2001:db8::1".parse().unwrap()),
+            Access::Refuse
+        );
+        assert_eq!(
+            s.zone_acls.access(&apex, "2001:db9::1".parse().unwrap()),
+            Access::Allow
+        );
+    }
+
+    #[test]
+    fn bad_network_and_unknown_acl_name_say_where() {
+        let text = "[server]\nacl = \"nope\"\n[acl.a]\nallow = [\"10.0.0.0/33\"]\n";
+        let err = settings(text).unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(
+            err.problems[0].starts_with("/etc/bulwark/bulwark.toml:4:10: allow"),
+            "{err}"
+        );
+        assert!(
+            err.problems[1].starts_with("/etc/bulwark/bulwark.toml:2:7: acl: no [acl.nope]"),
+            "{err}"
+        );
+        assert!(err.problems[1].contains("defined: a"), "{err}");
+    }
+
+    #[test]
+    fn rrl_and_cookies_sections_are_read() {
+        let text = "[rrl]\nresponses_per_second = 0\nslip = 1\nexempt = []\n[cookies]\nsecret = \"000102030405060708090a0b0c0d0e0f\"\nrequire_for_udp_above = 512\n";
+        let s = settings(text).unwrap();
+        assert_eq!(s.rrl.responses_per_second, 0);
+        assert_eq!(s.rrl.slip, 1);
+        assert!(s.rrl.exempt.is_empty());
+        assert_eq!(s.cookies.secret.unwrap()[15], 15);
+        assert_eq!(s.cookies.require_for_udp_above, Some(512));
+    }
+
+    #[test]
+    fn short_cookie_secret_and_both_nsid_forms_are_errors() {
+        let text = "[server]\nnsid = \"a\"\nnsid_hex = \"61\"\n[cookies]\nsecret = \"abcd\"\n";
+        let err = settings(text).unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(
+            err.problems.iter().any(|p| p.contains(":3:12: nsid_hex")),
+            "{err}"
+        );
+        assert!(
+            err.problems.iter().any(|p| p.contains(":5:10: secret")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn nsid_hex_gives_raw_octets() {
+        let s = settings("[server]\nnsid_hex = \"00ff\"\n").unwrap();
+        assert_eq!(s.nsid, Some(vec![0, 255]));
+    }
+
+    #[test]
+    fn listener_tables_add_addresses_with_their_own_acl() {
+        let text = "[server]\nlisten = [\"127.0.0.1:53\"]\nacl = \"all\"\n[acl.all]\ndeny = []\n[acl.lan]\nallow = [\"10.0.0.0/8\"]\n[[listener]]\naddress = \"10.0.0.1:53\"\nacl = \"lan\"\n[[listener]]\naddress = \"10.0.0.2:53\"\n";
+        let s = settings(text).unwrap();
+        assert_eq!(s.listen.len(), 3);
+        assert_eq!(s.listener_acls.len(), 1);
+        assert_eq!(
+            s.listener_acls[0].0,
+            "10.0.0.1:53".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            s.listener_acls[0].1.check("192.0.2.1".parse().unwrap()),
+            Access::Refuse
+        );
+        assert!(s.listener_acl.is_some());
+    }
+
+    #[test]
+    fn listener_tables_alone_replace_the_default_addresses() {
+        let s = settings("[[listener]]\naddress = \"[::1]:5353\"\n").unwrap();
+        assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
+        assert!(s.listen_given);
+    }
+
+    #[test]
+    fn tcp_limits_map_from_the_server_table() {
+        let s = settings("[server]\ntcp_max_connections_per_client = 3\ntcp_max_queries_per_connection = 9\ntcp_message_timeout = 0\n").unwrap();
+        assert_eq!(s.tcp_limits.max_connections_per_client, 3);
+        assert_eq!(s.tcp_limits.max_queries_per_connection, 9);
+        assert_eq!(s.tcp_limits.message_timeout, Duration::ZERO);
     }
 }

@@ -1,13 +1,59 @@
 //! The glue between a transport and the answering code: each UDP worker and each
-//! TCP connection owns one [`ServerHandler`].
+//! TCP connection owns one [`ServerHandler`]. The pipeline per query is the
+//! listener ACL, then answering (cookies and zone ACLs are decided inside auth),
+//! then response rate limiting over UDP.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Cache};
-use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Transport};
+use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
+use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict, ServerCookies};
 use bulwark_net::QueryHandler;
+use bulwark_proto::message::write_error_response;
+use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
+
+use crate::clock::CoarseClock;
+use crate::defences::ZoneAcls;
+use crate::slip::truncate_in_place;
+
+/// Header octet 2: QR (RFC 1035 §4.1.1).
+const QR_BIT: u8 = 0x80;
+
+/// What every handler of the server shares: the defences' state.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub config: Arc<AnswerConfig>,
+    pub zones: Arc<ArcSwap<ZoneSet>>,
+    pub listener_acls: Arc<ListenerAcls>,
+    /// Swapped on reload with the zone list.
+    pub zone_acls: Arc<ArcSwap<ZoneAcls>>,
+    /// `None` when rate limiting is off.
+    pub rrl: Option<Arc<Rrl>>,
+    /// Swapped by the rotation task; `None` when cookies are off.
+    pub cookies: Option<Arc<ArcSwap<ServerCookies>>>,
+    pub clock: CoarseClock,
+}
+
+/// The ACL each listener applies before parsing.
+#[derive(Debug, Clone, Default)]
+pub struct ListenerAcls {
+    /// For listeners not named below; `None` allows everyone.
+    pub all: Option<Arc<Acl>>,
+    /// Bound addresses with their own ACL; usually empty, so no search.
+    pub by_address: Vec<(SocketAddr, Arc<Acl>)>,
+}
+
+impl ListenerAcls {
+    pub fn for_listener(&self, local: SocketAddr) -> Option<&Acl> {
+        self.by_address
+            .iter()
+            .find(|(a, _)| *a == local)
+            .map(|(_, acl)| &**acl)
+            .or(self.all.as_deref())
+    }
+}
 
 #[derive(Debug)]
 pub struct ServerHandler {
@@ -15,29 +61,152 @@ pub struct ServerHandler {
     /// Sees a swapped-in ZoneSet on the next query; until then it costs one
     /// atomic load per query, no reference-count traffic.
     zones: Cache<Arc<ArcSwap<ZoneSet>>, Arc<ZoneSet>>,
+    zone_acls: Cache<Arc<ArcSwap<ZoneAcls>>, Arc<ZoneAcls>>,
+    cookies: Option<Cache<Arc<ArcSwap<ServerCookies>>, Arc<ServerCookies>>>,
+    listener_acls: Arc<ListenerAcls>,
+    rrl: Option<Arc<Rrl>>,
+    clock: CoarseClock,
     transport: Transport,
 }
 
 impl ServerHandler {
-    pub fn new(
-        config: Arc<AnswerConfig>,
-        zones: Arc<ArcSwap<ZoneSet>>,
-        transport: Transport,
-    ) -> ServerHandler {
+    pub fn new(shared: &Shared, transport: Transport) -> ServerHandler {
         ServerHandler {
-            answerer: Answerer::new(config),
-            zones: Cache::new(zones),
+            answerer: Answerer::new(Arc::clone(&shared.config)),
+            zones: Cache::new(Arc::clone(&shared.zones)),
+            zone_acls: Cache::new(Arc::clone(&shared.zone_acls)),
+            cookies: shared.cookies.as_ref().map(|c| Cache::new(Arc::clone(c))),
+            listener_acls: Arc::clone(&shared.listener_acls),
+            rrl: shared.rrl.clone(),
+            clock: shared.clock.clone(),
             transport,
         }
     }
 }
 
+/// An IPv4 client reaching an IPv6 socket is still an IPv4 client for ACLs and
+/// rate-limit networks.
+fn client_ip(peer: SocketAddr) -> IpAddr {
+    peer.ip().to_canonical()
+}
+
 impl QueryHandler for ServerHandler {
-    fn handle(&mut self, query: &[u8], _peer: SocketAddr, out: &mut Vec<u8>) -> bool {
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let client = client_ip(peer);
+        // Only UDP is limited: a TCP client has proved its address.
+        let rrl = self
+            .rrl
+            .as_deref()
+            .filter(|_| self.transport == Transport::Udp);
+        let now = self.clock.now();
+        // Denied clients cost no parsing beyond the header.
+        if let Some(acl) = self.listener_acls.for_listener(local) {
+            match acl.check(client) {
+                Access::Allow => {}
+                Access::Refuse => {
+                    out.clear();
+                    // RFC 1035 §4.1.1: never answer a response (QR set), or two
+                    // servers could bounce REFUSED between them.
+                    if !query.get(2).is_some_and(|b| b & QR_BIT == 0)
+                        || write_error_response(query, Rcode::REFUSED, out).is_none()
+                    {
+                        return false;
+                    }
+                    // A refusal is an error response like any other: a spoofed
+                    // flood of denied queries is rate-limited too.
+                    return rate_limit(rrl, client, (ResponseClass::Error, &[]), now, out);
+                }
+                Access::Drop => return false,
+            }
+        }
         let zones = self.zones.load();
-        matches!(
-            self.answerer.answer(zones, self.transport, query, out),
+        let zone_acls = self.zone_acls.load();
+        let zone_access: Option<&dyn ZoneAccess> = if zone_acls.is_empty() {
+            None
+        } else {
+            Some(&**zone_acls)
+        };
+        let cookies = self.cookies.as_mut().map(|c| &**c.load());
+        let request = Request {
+            transport: self.transport,
+            client,
+            now,
+            cookies,
+            zone_access,
+        };
+        if !matches!(
+            self.answerer.answer_request(zones, &request, query, out),
             AnswerOutcome::Respond { .. }
-        )
+        ) {
+            return false;
+        }
+        // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
+        // the response cannot be a reflection and is not limited.
+        if rrl.is_none() || self.answerer.cookie_valid() {
+            return true;
+        }
+        rate_limit(rrl, client, self.answerer.rrl_key(), now, out)
+    }
+}
+
+/// Applies response rate limiting to the response in `out`: whether to send it.
+fn rate_limit(
+    rrl: Option<&Rrl>,
+    client: IpAddr,
+    (class, name): (ResponseClass, &[u8]),
+    now: u64,
+    out: &mut Vec<u8>,
+) -> bool {
+    let Some(rrl) = rrl else {
+        return true;
+    };
+    match rrl.check(client, class, name, now) {
+        RrlVerdict::Pass => true,
+        RrlVerdict::Drop => false,
+        // Every Nth limited response goes out truncated so a real client
+        // behind the limited network retries over TCP and gets its answer.
+        RrlVerdict::Slip => truncate_in_place(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn listener_with_its_own_acl_overrides_the_server_acl() {
+        let own = Arc::new(Acl::new(Vec::new(), Access::Drop));
+        let all = Arc::new(Acl::new(Vec::new(), Access::Refuse));
+        let here: SocketAddr = "127.0.0.2:53".parse().unwrap();
+        let acls = ListenerAcls {
+            all: Some(all),
+            by_address: vec![(here, own)],
+        };
+        let client = "192.0.2.1".parse().unwrap();
+        let check = |at: &str| {
+            acls.for_listener(at.parse().unwrap())
+                .map(|a| a.check(client))
+        };
+        assert_eq!(check("127.0.0.2:53"), Some(Access::Drop));
+        assert_eq!(check("127.0.0.1:53"), Some(Access::Refuse));
+        assert_eq!(
+            ListenerAcls::default()
+                .for_listener(here)
+                .map(|a| a.check(client)),
+            None
+        );
+    }
+
+    #[test]
+    fn ipv4_mapped_clients_count_as_ipv4() {
+        let peer: SocketAddr = "[::ffff:192.0.2.1]:5353".parse().unwrap();
+        assert_eq!(client_ip(peer), "192.0.2.1".parse::<IpAddr>().unwrap());
     }
 }

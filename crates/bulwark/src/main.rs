@@ -13,12 +13,16 @@
 
 mod check;
 mod cli;
+mod clock;
 mod config;
 mod control;
+mod cookie_secrets;
+mod defences;
 mod demo;
 mod handler;
 mod logging;
 mod server;
+mod slip;
 mod zones;
 
 use std::process::ExitCode;

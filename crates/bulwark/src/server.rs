@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
-use bulwark_auth::{AnswerConfig, Transport};
+use arc_swap::ArcSwap;
+use bulwark_auth::{AnswerConfig, CookiePolicy, Transport};
+use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
     bind_tcp, bind_udp, serve_tcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
     UdpListeners, UdpWorkers,
@@ -15,9 +17,12 @@ use bulwark_net::{
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::ServeArgs;
+use crate::clock::CoarseClock;
 use crate::config::{self, Settings, ZoneSpec};
+use crate::cookie_secrets::{self, CookieSecrets};
+use crate::defences::ZoneAcls;
 use crate::demo::{self, DemoZone};
-use crate::handler::ServerHandler;
+use crate::handler::{ListenerAcls, ServerHandler, Shared};
 use crate::logging;
 use crate::zones::Zones;
 
@@ -41,6 +46,10 @@ pub struct App {
     udp: Mutex<Option<UdpWorkers>>,
     tcp_stats: Arc<TcpStats>,
     started: Instant,
+    /// Swapped on reload with the zone list.
+    zone_acls: Arc<ArcSwap<ZoneAcls>>,
+    rrl: Option<Arc<Rrl>>,
+    cookies: Option<Arc<CookieSecrets>>,
 }
 
 impl App {
@@ -77,6 +86,7 @@ impl App {
                     if s.listen != self.listen {
                         tracing::warn!("listen addresses changed in the configuration; they take effect on restart");
                     }
+                    self.zone_acls.store(Arc::new(s.zone_acls));
                     s.zones
                 }
                 Err(e) => {
@@ -129,6 +139,24 @@ impl App {
                 ));
             }
         }
+        match &self.rrl {
+            Some(rrl) => {
+                let s = rrl.stats();
+                lines.push(format!(
+                    "rrl passed {} dropped {} slipped {}",
+                    s.passed, s.dropped, s.slipped
+                ));
+            }
+            None => lines.push("rrl off".to_string()),
+        }
+        match &self.cookies {
+            Some(c) => lines.push(format!(
+                "cookies on secret {} rotations {}",
+                if c.rotating { "random" } else { "configured" },
+                c.rotations.load(std::sync::atomic::Ordering::Relaxed)
+            )),
+            None => lines.push("cookies off".to_string()),
+        }
         let t = &self.tcp_stats;
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         lines.push(format!(
@@ -139,6 +167,42 @@ impl App {
         ));
         lines
     }
+}
+
+/// The shared rate limiter, or `None` when RRL is off. Its hash is keyed at
+/// random so that nobody can aim their queries at one bucket.
+fn rate_limiter(config: &RrlConfig) -> anyhow::Result<Option<Arc<Rrl>>> {
+    if config.responses_per_second == 0 {
+        return Ok(None);
+    }
+    let seed =
+        u64::from_ne_bytes(cookie_secrets::random_bytes().context("cannot seed the rate limiter")?);
+    Ok(Some(Arc::new(Rrl::new(RrlConfig {
+        seed,
+        ..config.clone()
+    }))))
+}
+
+/// The listeners' ACLs keyed by the addresses actually bound (`bound` is in the
+/// order of `settings.listen`; a configured port 0 becomes the real port).
+fn listener_acls(settings: &Settings, bound: &[SocketAddr]) -> ListenerAcls {
+    let by_address = settings
+        .listener_acls
+        .iter()
+        .filter_map(|(configured, acl)| {
+            let i = settings.listen.iter().position(|a| a == configured)?;
+            Some((*bound.get(i)?, Arc::clone(acl)))
+        })
+        .collect();
+    ListenerAcls {
+        all: settings.listener_acl.clone(),
+        by_address,
+    }
+}
+
+/// RFC 7828 §3.1: the edns-tcp-keepalive TIMEOUT is in units of 100 ms.
+fn keepalive_units(idle: std::time::Duration) -> u16 {
+    u16::try_from(idle.as_millis() / 100).unwrap_or(u16::MAX)
 }
 
 /// Binds TCP, then UDP (one socket per worker) on every address. TCP goes first:
@@ -227,6 +291,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         udp: Mutex::new(None),
         tcp_stats: Arc::new(TcpStats::default()),
         started: Instant::now(),
+        zone_acls: Arc::new(ArcSwap::from_pointee(settings.zone_acls.clone())),
+        rrl: rate_limiter(&settings.rrl)?,
+        cookies: if settings.cookies.enabled {
+            Some(Arc::new(
+                CookieSecrets::new(&settings.cookies).context("cannot make a cookie secret")?,
+            ))
+        } else {
+            None
+        },
     });
     let report = app.zones.load(&initial_specs);
     tracing::info!(
@@ -253,17 +326,25 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let answer_config = Arc::new(AnswerConfig {
         max_udp_payload: settings.max_udp_payload,
         chaos: settings.chaos.clone(),
+        nsid: settings.nsid.clone(),
+        cookies: CookiePolicy {
+            require_for_udp_above: settings.cookies.require_for_udp_above,
+        },
+        tcp_keepalive: Some(keepalive_units(settings.tcp_idle_timeout)),
     });
-    let snapshot = app.zones.snapshot();
+    let shared = Shared {
+        config: answer_config,
+        zones: app.zones.snapshot(),
+        listener_acls: Arc::new(listener_acls(&settings, &addrs)),
+        zone_acls: Arc::clone(&app.zone_acls),
+        rrl: app.rrl.clone(),
+        cookies: app.cookies.as_ref().map(|c| Arc::clone(&c.current)),
+        clock: CoarseClock::new(),
+    };
+    runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     let workers = udp.spawn(
         &UdpConfig::default(),
-        |_| {
-            ServerHandler::new(
-                Arc::clone(&answer_config),
-                Arc::clone(&snapshot),
-                Transport::Udp,
-            )
-        },
+        |_| ServerHandler::new(&shared, Transport::Udp),
         &shutdown,
     )?;
     if let Ok(mut g) = app.udp.lock() {
@@ -272,17 +353,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let tcp_config = TcpConfig {
         idle_timeout: settings.tcp_idle_timeout,
         max_connections: settings.tcp_max_connections,
+        max_connections_per_client: settings.tcp_limits.max_connections_per_client,
+        max_queries_per_connection: settings.tcp_limits.max_queries_per_connection,
+        message_timeout: settings.tcp_limits.message_timeout,
         ..TcpConfig::default()
     };
     {
-        let (answer_config, snapshot) = (Arc::clone(&answer_config), Arc::clone(&snapshot));
-        let make = move || {
-            ServerHandler::new(
-                Arc::clone(&answer_config),
-                Arc::clone(&snapshot),
-                Transport::Tcp,
-            )
-        };
+        let shared = shared.clone();
+        let make = move || ServerHandler::new(&shared, Transport::Tcp);
         let (stats, shutdown) = (Arc::clone(&app.tcp_stats), shutdown.clone());
         runtime.spawn(async move {
             if let Err(e) = serve_tcp(tcp, tcp_config, make, stats, shutdown.clone()).await {
@@ -290,6 +368,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 shutdown.trigger();
             }
         });
+    }
+    if let Some(secrets) = &app.cookies {
+        runtime.spawn(cookie_secrets::rotate_forever(
+            Arc::clone(secrets),
+            settings.cookies.rotate_after,
+            shutdown.clone(),
+        ));
     }
     if let Some((listener, path)) = control {
         tracing::info!(socket = %path.display(), "control socket ready");
