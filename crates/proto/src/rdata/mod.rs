@@ -488,6 +488,19 @@ fn read_typed(rtype: Rtype, r: &mut Reader<'_>) -> Result<Rdata, WireError> {
         Rtype::ZONEMD => Rdata::Zonemd(Zonemd::read(r)?),
         Rtype::SVCB => Rdata::Svcb(Svcb::read(r)?),
         Rtype::HTTPS => Rdata::Https(Svcb::read(r)?),
+        // RFC 1035 §3.3 / RFC 3597 §4: the obsolete mailbox types have no
+        // variant of their own, but their names may be compressed like the
+        // other RFC 1035 types' (and the builder compresses them): expand them
+        // so the opaque data kept is the uncompressed wire form.
+        Rtype::MD | Rtype::MF | Rtype::MB | Rtype::MG | Rtype::MR => Rdata::Unknown {
+            rtype,
+            data: Name::read(r)?.as_wire().to_vec(),
+        },
+        Rtype::MINFO => {
+            let mut data = Name::read(r)?.as_wire().to_vec();
+            data.extend_from_slice(Name::read(r)?.as_wire());
+            Rdata::Unknown { rtype, data }
+        }
         _ => Rdata::Unknown {
             rtype,
             data: r.read_rest().to_vec(),
