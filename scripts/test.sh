@@ -71,6 +71,10 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+# Before the tests, so that the test runner's summary closes the output.
+step "fuzz targets, ${FUZZ_SECONDS:-60}s each (scripts/fuzz.sh)"
+bash scripts/fuzz.sh
+
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
     # nextest does not run doctests: run them first, so that the summary
