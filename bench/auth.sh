@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Side-by-side authoritative benchmark (issue 7): bulwark against knotd, nsd
+# and named, with a null responder as the kernel's floor. See bench/README.md.
+#
+# Environment (all optional):
+#   DUR=5            seconds per dnsperf run
+#   LIGHT_QPS=20000  the fixed light load
+#   SERVERS="null bulwark knotd nsd named"
+#   CLASSES="www www-do any-do nx-do mix"
+#   MODES="light max quota"
+#   CFS_QUOTA=25000 CFS_PERIOD=100000   the quota mode's cgroup v1 limits
+#   DNSPERF_OUTSTANDING=500             dnsperf -q
+#   SERVER_CPU=1 GEN_CPU=0              taskset CPUs
+#   BULWARK_BIN=target/release/bulwark  (built unless NO_BUILD=1)
+#   OUT=bench/RESULTS.md                where the table goes
+set -euo pipefail
+[ "$(id -u)" = 0 ] || echo "warning: quota mode needs root (cgroup v1)" >&2
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$BENCH")
+DUR=${DUR:-5}
+LIGHT_QPS=${LIGHT_QPS:-20000}
+SERVERS=${SERVERS:-"null bulwark knotd nsd named"}
+CLASSES=${CLASSES:-"www www-do any-do nx-do mix"}
+MODES=${MODES:-"light max quota"}
+CFS_QUOTA=${CFS_QUOTA:-25000}
+CFS_PERIOD=${CFS_PERIOD:-100000}
+DNSPERF_OUTSTANDING=${DNSPERF_OUTSTANDING:-500}
+SERVER_CPU=${SERVER_CPU:-1}
+GEN_CPU=${GEN_CPU:-0}
+ORIGIN=bench.test.
+CLK_TCK=$(getconf CLK_TCK)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BULWARK_BIN=${BULWARK_BIN:-$CARGO_TARGET_DIR/release/bulwark}
+NULL_BIN=$CARGO_TARGET_DIR/release/null-responder
+OUT=${OUT:-$BENCH/RESULTS.md}
+STAMP=$(date -u +%Y%m%d)
+CHART=${CHART:-$BENCH/results/auth-$STAMP.png}
+
+. "$BENCH/lib/servers.sh"
+. "$BENCH/lib/measure.sh"
+
+WORK=$(mktemp -d /tmp/bench-auth.XXXXXX)
+SERVER_PID=
+cleanup() {
+    local s
+    if [ -n "$SERVER_PID" ]; then stop_server "$SERVER_PID"; fi
+    for s in $SERVERS; do quota_off "$s"; done
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ -z "${NO_BUILD:-}" ]; then
+    echo "building bulwark (release) and the null responder..." >&2
+    (cd "$ROOT" && cargo build --release -p bulwark -q)
+    (cd "$BENCH/null-responder" && cargo build --release -q)
+fi
+
+echo "generating the zone and query files in $WORK" >&2
+/usr/bin/python3 "$BENCH/lib/genzone.py" "$ORIGIN" "$WORK"
+
+RESULTS_TSV=$WORK/results.tsv
+: >"$RESULTS_TSV"
+
+for server in $SERVERS; do
+    port=$(free_port)
+    echo "== $server on 127.0.0.1:$port (CPU $SERVER_CPU)" >&2
+    "start_$server" "$port"
+    wait_ready "$port" "$server"
+    for class in $CLASSES; do
+        do=0
+        case $class in *-do) do=1 ;; esac
+        # A short warm-up so caches and lazily built state are in place.
+        taskset -c "$GEN_CPU" dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/q-$class" \
+            -l 1 -Q 5000 >/dev/null 2>&1 || true
+        for mode in $MODES; do
+            case $mode in
+            light) run_dnsperf "$server" "$class" light "$port" "$LIGHT_QPS" "$DUR" "$do" ;;
+            max) run_dnsperf "$server" "$class" max "$port" 0 "$DUR" "$do" ;;
+            quota)
+                # shellcheck disable=SC2046
+                quota_on "$server" $(server_pids "$SERVER_PID")
+                run_dnsperf "$server" "$class" quota "$port" 0 "$DUR" "$do"
+                quota_off "$server"
+                ;;
+            esac
+        done
+    done
+    stop_server "$SERVER_PID"
+    SERVER_PID=
+done
+
+cp "$RESULTS_TSV" "$BENCH/results/auth-$STAMP.tsv"
+versions=$WORK/versions.txt
+{
+    echo "bulwark: $("$BULWARK_BIN" --version 2>&1 | head -1) (git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo "knotd: $(knotd --version 2>&1 | head -1)"
+    echo "nsd: $(nsd -v 2>&1 | head -1)"
+    echo "named: $(named -v 2>&1 | head -1)"
+    echo "dnsperf: $(dnsperf -h 2>&1 | grep -i '^version' | head -1)"
+    echo "kernel: $(uname -r); CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) CPUs"
+} >"$versions"
+/usr/bin/python3 "$BENCH/lib/report.py" "$RESULTS_TSV" "$versions" "$OUT" "$CHART" \
+    "${BENCH_COMMAND:-DUR=$DUR bench/auth.sh}" "DUR=$DUR LIGHT_QPS=$LIGHT_QPS CFS_QUOTA=$CFS_QUOTA/$CFS_PERIOD dnsperf -q $DNSPERF_OUTSTANDING"
+echo "table: $OUT; chart: $CHART" >&2

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Turn the rows bench/auth.sh measured into bench/RESULTS.md and a chart.
+
+Usage: report.py RESULTS_TSV VERSIONS OUT_MD CHART_PNG COMMAND SETTINGS
+"""
+import datetime
+import os
+import subprocess
+import sys
+
+tsv, versions, out_md, chart, command, settings = sys.argv[1:7]
+rows = {}
+servers, classes, modes = [], [], []
+for line in open(tsv):
+    f = line.rstrip("\n").split("\t")
+    if len(f) < 10:
+        continue
+    s, c, m = f[:3]
+    sent, done = int(f[3]), int(f[4])
+    lost, qps, user, sys_, gen = map(float, f[5:10])
+    rows[(s, c, m)] = dict(sent=sent, done=done, lost=lost, qps=qps, user=user,
+                           sys=sys_, total=user + sys_, gen=gen)
+    for lst, v in ((servers, s), (classes, c), (modes, m)):
+        if v not in lst:
+            lst.append(v)
+
+peers = [s for s in servers if s not in ("null", "bulwark")]
+best_peers = [s for s in ("knotd", "nsd") if s in servers]
+mode_title = {
+    "light": "Light fixed load (dnsperf -Q LIGHT_QPS)",
+    "max": "Maximum load (dnsperf unlimited)",
+    "quota": "CPU quota (cgroup v1 cfs quota; dnsperf unlimited)",
+}
+
+def fmt(x, d=2):
+    return f"{x:.{d}f}"
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if b else "–"
+
+md = []
+md.append("# Authoritative benchmark results\n")
+md.append(f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} with:\n")
+md.append(f"```\n{command}\n```\n")
+md.append(f"Settings: `{settings}`. Each server pinned to one core with one worker "
+          "(`taskset`), dnsperf pinned to the other. CPU per query is the server's "
+          "utime/stime from /proc/PID/stat over the run divided by answered queries "
+          "(clock-tick resolution: with ~100k answers per run, ±0.1 µs).\n")
+load = open("/proc/loadavg").read().split()[:3]
+md.append(f"Load average at the end of the run: {' '.join(load)} (2 CPUs: the "
+          "benchmark itself keeps both busy; anything else running on the machine "
+          "during the run skews the figures).\n")
+md.append("Versions:\n")
+md.append("```\n" + open(versions).read().strip() + "\n```\n")
+md.append(f"![qps and CPU per query]({os.path.relpath(chart, os.path.dirname(out_md))})\n")
+
+for m in modes:
+    md.append(f"## {mode_title.get(m, m)}\n")
+    md.append("| class | server | answered qps | lost % | user µs/q | sys µs/q | total µs/q | × null | dnsperf CPU % |")
+    md.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    for c in classes:
+        null = rows.get(("null", c, m))
+        for s in servers:
+            r = rows.get((s, c, m))
+            if not r:
+                continue
+            xn = ratio(r["total"], null["total"]) if null else "–"
+            md.append(f"| {c} | {s} | {r['qps']:.0f} | {fmt(r['lost'])} | {fmt(r['user'])} | "
+                      f"{fmt(r['sys'])} | {fmt(r['total'])} | {xn} | {r['gen']:.0f} |")
+    md.append("")
+
+if "bulwark" in servers and peers:
+    md.append("## Ratios bulwark / peer\n")
+    md.append("User and total are CPU µs per answered query (lower is better for "
+              "bulwark: < 1); qps is answered queries per second (> 1 is better).\n")
+    md.append("| mode | class | " + " | ".join(
+        f"user /{p} | total /{p} | qps /{p}" for p in peers) + " |")
+    md.append("|---|---|" + "--:|" * (3 * len(peers)))
+    for m in modes:
+        for c in classes:
+            b = rows.get(("bulwark", c, m))
+            if not b:
+                continue
+            cells = []
+            for p in peers:
+                r = rows.get((p, c, m))
+                if not r:
+                    cells += ["–"] * 3
+                    continue
+                cells += [ratio(b["user"], r["user"]), ratio(b["total"], r["total"]),
+                          ratio(b["qps"], r["qps"])]
+            md.append(f"| {m} | {c} | " + " | ".join(cells) + " |")
+    md.append("")
+
+    if best_peers:
+        md.append("## Issue 7 targets (against the best of knotd/nsd, same run)\n")
+        md.append("| class | user ≤ 0.5× best (light) | total ≤ 0.95× best (light) | "
+                  "total ≤ 1.1× null (light) | quota qps ≥ 1.05× best |")
+        md.append("|---|---|---|---|---|")
+        def verdict(val, limit, lower=True):
+            ok = val <= limit if lower else val >= limit
+            return f"{val:.2f} {'met' if ok else 'missed'}"
+        for c in classes:
+            b = rows.get(("bulwark", c, "light"))
+            cells = []
+            if b:
+                bu = min(rows[(p, c, "light")]["user"] for p in best_peers if (p, c, "light") in rows)
+                bt = min(rows[(p, c, "light")]["total"] for p in best_peers if (p, c, "light") in rows)
+                cells.append(verdict(b["user"] / bu, 0.5) if bu else "–")
+                cells.append(verdict(b["total"] / bt, 0.95) if bt else "–")
+                n = rows.get(("null", c, "light"))
+                cells.append(verdict(b["total"] / n["total"], 1.1) if n and n["total"] else "–")
+            else:
+                cells += ["–"] * 3
+            bq = rows.get(("bulwark", c, "quota"))
+            pq = [rows[(p, c, "quota")]["qps"] for p in best_peers if (p, c, "quota") in rows]
+            cells.append(verdict(bq["qps"] / max(pq), 1.05, lower=False) if bq and pq and max(pq) else "–")
+            md.append(f"| {c} | " + " | ".join(cells) + " |")
+        md.append("")
+
+md.append("Raw rows: `bench/results/` (TSV: server, class, mode, sent, completed, "
+          "lost %, qps, user µs/q, sys µs/q, dnsperf CPU %).\n")
+os.makedirs(os.path.dirname(out_md) or ".", exist_ok=True)
+with open(out_md, "w") as f:
+    f.write("\n".join(md))
+print("\n".join(md))
+
+# The chart: answered qps per server and class (max and quota modes) and CPU
+# µs per query (user and system, light load) as clustered bars.
+os.makedirs(os.path.dirname(chart), exist_ok=True)
+dat = chart + ".dat"
+panels = []
+with open(dat, "w") as f:
+    block = 0
+    for key, m, title in (("qps", "max", "answered qps, dnsperf unlimited"),
+                          ("qps", "quota", "answered qps under the CPU quota"),
+                          ("user", "light", "user CPU µs per query, light load"),
+                          ("total", "light", "user+system CPU µs per query, light load")):
+        if m not in modes:
+            continue
+        f.write("class " + " ".join(servers) + "\n")
+        for c in classes:
+            f.write(c + " " + " ".join(
+                fmt(rows[(s, c, m)][key], 3) if (s, c, m) in rows else "0" for s in servers) + "\n")
+        f.write("\n\n")
+        panels.append((block, title))
+        block += 1
+if panels:
+    gp = [f"set terminal pngcairo size 1200,{330 * len(panels)} font ',10'",
+          f"set output '{chart}'",
+          f"set multiplot layout {len(panels)},1",
+          "set style data histograms", "set style histogram clustered gap 1",
+          "set style fill solid 0.8 border -1", "set key outside right top",
+          "set grid ytics", "set yrange [0:*]"]
+    for block, title in panels:
+        gp.append(f"set title '{title}'")
+        gp.append("plot " + ", ".join(
+            f"'{dat}' index {block} using {i + 2}:xtic(1) title columnhead({i + 2})"
+            for i in range(len(servers))))
+    gp.append("unset multiplot")
+    try:
+        subprocess.run(["gnuplot"], input="\n".join(gp), text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"chart not drawn: {e}", file=sys.stderr)
