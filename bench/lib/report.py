@@ -120,9 +120,19 @@ if "bulwark" in servers and peers:
 
 md.append("Raw rows: `bench/results/` (TSV: server, class, mode, sent, completed, "
           "lost %, qps, user µs/q, sys µs/q, dnsperf CPU %).\n")
+# RESULTS.md holds every benchmark's latest run: replace only this script's
+# block between its markers, keeping the other benchmarks' sections.
+BEGIN, END = "<!-- bench/auth.sh: begin -->", "<!-- bench/auth.sh: end -->"
+block = BEGIN + "\n" + "\n".join(md) + "\n" + END
 os.makedirs(os.path.dirname(out_md) or ".", exist_ok=True)
+old = open(out_md).read() if os.path.exists(out_md) else ""
+if BEGIN in old and END in old:
+    head, rest = old.split(BEGIN, 1)
+    text = head + block + rest.split(END, 1)[1]
+else:
+    text = block + "\n\n" + old if old else block + "\n"
 with open(out_md, "w") as f:
-    f.write("\n".join(md))
+    f.write(text)
 print("\n".join(md))
 
 # The chart: answered qps per server and class (max and quota modes) and CPU
