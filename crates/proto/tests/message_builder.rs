@@ -311,23 +311,6 @@ fn sections_are_written_in_order() {
 }
 
 #[test]
-fn wire_owners_must_be_single_uncompressed_names() {
-    let mut buf = Vec::new();
-    let mut b = MessageBuilder::new(&mut buf, 512);
-    let a: &[u8] = &[1, 2, 3, 4];
-    for bad in [&[0xc0u8, 12][..], &[1, b'a'], &[0, 0], &[]] {
-        assert_eq!(
-            b.push_rrset_wire_owner(Section::Answer, bad, Rtype::A, Class::IN, 1, [a]),
-            Err(BuildError::BadOwner)
-        );
-    }
-    b.push_rrset_wire_owner(Section::Answer, &wire("a.b."), Rtype::A, Class::IN, 1, [a])
-        .unwrap();
-    b.finish(None).unwrap();
-    assert_eq!(MessageView::parse(&buf).unwrap().answers().count(), 1);
-}
-
-#[test]
 fn error_response_for_unparsable_query_keeps_id_and_opcode() {
     let mut out = Vec::new();
     assert_eq!(

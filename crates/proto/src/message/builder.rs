@@ -8,7 +8,7 @@ use super::Section;
 use crate::class::Class;
 use crate::name::Name;
 use crate::rcode::Rcode;
-use crate::rdata::layout::{compressible, layout, split, uncompressed_name_len, Part};
+use crate::rdata::layout::{compressible, layout, split, Part};
 use crate::rtype::Rtype;
 
 /// Why a question or record was not added.
@@ -25,8 +25,6 @@ pub enum BuildError {
     OutOfOrder,
     #[error("more than 65535 entries in a section")]
     TooManyRecords,
-    #[error("owner is not an uncompressed wire-format name")]
-    BadOwner,
     /// `finish` could not add the OPT record within the limit (too little was reserved);
     /// the message was completed without it.
     #[error("OPT record does not fit")]
@@ -241,26 +239,6 @@ impl<'b> MessageBuilder<'b> {
         I: IntoIterator<Item = &'r [u8]>,
     {
         self.push_rrset_inner(section, owner.as_wire(), rtype, class, ttl, rdatas)
-    }
-
-    /// [`MessageBuilder::push_rrset`] with the owner as uncompressed wire bytes
-    /// (as a zone stores it); they are checked to be one well-formed name.
-    pub fn push_rrset_wire_owner<'r, I>(
-        &mut self,
-        section: Section,
-        owner: &[u8],
-        rtype: Rtype,
-        class: Class,
-        ttl: u32,
-        rdatas: I,
-    ) -> Result<(), BuildError>
-    where
-        I: IntoIterator<Item = &'r [u8]>,
-    {
-        if uncompressed_name_len(owner) != Some(owner.len()) {
-            return Err(BuildError::BadOwner);
-        }
-        self.push_rrset_inner(section, owner, rtype, class, ttl, rdatas)
     }
 
     fn push_rrset_inner<'r, I>(
