@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
+
 use bulwark_proto::Name;
 
 use crate::zone::{suffixes, Zone};
@@ -13,7 +15,8 @@ use crate::zone::{suffixes, Zone};
 pub struct ZoneSet {
     zones: Vec<Arc<Zone>>,
     /// Index into `zones` by lowercased apex wire form.
-    by_apex: HashMap<Box<[u8]>, usize>,
+    /// Keys are the operator's apexes, so a fast hash is safe (see `NodeIndex`).
+    by_apex: HashMap<Box<[u8]>, usize, RandomState>,
     /// The longest apex in wire octets: longer suffixes of a qname cannot match.
     longest_apex: usize,
 }
@@ -21,7 +24,7 @@ pub struct ZoneSet {
 impl ZoneSet {
     /// A set of `zones`. Of several zones with the same apex, the first is served.
     pub fn new(zones: Vec<Arc<Zone>>) -> ZoneSet {
-        let mut by_apex = HashMap::with_capacity(zones.len());
+        let mut by_apex = HashMap::with_capacity_and_hasher(zones.len(), RandomState::default());
         let mut longest_apex = 0;
         for (i, z) in zones.iter().enumerate() {
             by_apex.entry(z.apex().as_wire().into()).or_insert(i);
