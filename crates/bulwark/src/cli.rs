@@ -32,6 +32,8 @@ pub enum Command {
     },
     /// Talk to a running server over its control socket.
     Ctl(CtlArgs),
+    /// Read, or capture, dnstap Frame Streams.
+    Dnstap(crate::dnstap_cli::DnstapArgs),
     /// Print the version.
     Version,
 }
@@ -59,6 +61,10 @@ pub struct ServeArgs {
     /// Control socket path. Overrides `[control] socket`.
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
+    /// Log AUTH_QUERY and AUTH_RESPONSE with dnstap to `file:PATH`,
+    /// `unix:PATH` or `tcp:ADDR:PORT`. Overrides `[dnstap] destination`.
+    #[arg(long, value_name = "DEST")]
+    pub dnstap: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -82,22 +88,54 @@ pub struct CtlArgs {
     pub command: CtlCommand,
 }
 
-#[derive(Debug, Clone, Copy, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum CtlCommand {
     /// Re-read the zone list and reload every zone; a zone that fails keeps its old copy.
     Reload,
     /// Stop the server.
     Stop,
-    /// Print version, uptime, zones and counters.
+    /// Print version, uptime, listeners, workers, zones, control and Prometheus
+    /// addresses, and the main counters.
     Status,
+    /// One zone, or the list of them.
+    #[command(subcommand)]
+    Zone(ZoneCommand),
+    /// Print every statistic, one `name{labels} value` per line.
+    Stats {
+        /// Print one JSON object instead.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ZoneCommand {
+    /// One line per configured zone: origin, serial, file.
+    List,
+    /// Origin, serial, file, when it was loaded, names, DNSSEC and transfers.
+    Status {
+        /// The zone's origin, e.g. `example.com.`.
+        zone: String,
+    },
+    /// Reload one zone from its file; if the file fails, the old copy stays.
+    Reload {
+        /// The zone's origin, e.g. `example.com.`.
+        zone: String,
+    },
 }
 
 impl CtlCommand {
-    pub fn wire_name(self) -> &'static str {
+    /// The command line sent over the control socket.
+    pub fn wire_line(&self) -> String {
         match self {
-            CtlCommand::Reload => "reload",
-            CtlCommand::Stop => "stop",
-            CtlCommand::Status => "status",
+            CtlCommand::Reload => "reload".to_string(),
+            CtlCommand::Stop => "stop".to_string(),
+            CtlCommand::Status => "status".to_string(),
+            CtlCommand::Zone(ZoneCommand::List) => "zone list".to_string(),
+            CtlCommand::Zone(ZoneCommand::Status { zone }) => format!("zone status {zone}"),
+            CtlCommand::Zone(ZoneCommand::Reload { zone }) => format!("zone reload {zone}"),
+            CtlCommand::Stats { json: false } => "stats".to_string(),
+            CtlCommand::Stats { json: true } => "stats --json".to_string(),
         }
     }
 }

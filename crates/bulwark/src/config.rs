@@ -51,6 +51,12 @@ pub struct ConfigFile {
     pub rrl: RrlSection,
     #[serde(default)]
     pub cookies: CookiesSection,
+    #[serde(default)]
+    pub statistics: crate::stats::StatisticsSection,
+    #[serde(default)]
+    pub prometheus: crate::metrics_http::PrometheusSection,
+    #[serde(default)]
+    pub dnstap: crate::tap::DnstapSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,6 +81,9 @@ pub struct ServerSection {
     pub hostname: Option<String>,
     /// CH TXT `version.bind.`.
     pub version: Option<String>,
+    /// Started as root: the user (and group) to switch to once bound.
+    pub user: Option<Spanned<String>>,
+    pub group: Option<Spanned<String>>,
 }
 
 /// `[[listener]]`: one address and the ACL its queries go through.
@@ -89,6 +98,8 @@ pub struct ListenerSection {
 #[serde(deny_unknown_fields)]
 pub struct ControlSection {
     pub socket: Option<String>,
+    /// Permissions of the socket file, octal (`"0600"`).
+    pub mode: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,6 +107,10 @@ pub struct ControlSection {
 pub struct LogSection {
     pub format: Option<LogFormat>,
     pub level: Option<Spanned<String>>,
+    /// Levels per module, e.g. `bulwark_net = "debug"`, laid over `level`.
+    pub modules: Option<BTreeMap<String, Spanned<String>>>,
+    /// One log line per query (debugging; dnstap is the fast way).
+    pub queries: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,6 +154,13 @@ pub struct Settings {
     pub cookies: CookieSettings,
     pub nsid: Option<Vec<u8>>,
     pub tcp_limits: TcpLimits,
+    /// Permissions of the control socket file.
+    pub control_mode: u32,
+    pub statistics: crate::stats::StatsSettings,
+    pub prometheus: Option<crate::metrics_http::PrometheusSettings>,
+    pub dnstap: Option<crate::tap::DnstapSettings>,
+    pub run_as: Option<crate::privileges::RunAs>,
+    pub query_log: bool,
 }
 
 /// Every problem found, one per line, each saying where.
@@ -322,6 +344,26 @@ fn resolve(
         (None, None) => DEFAULT_LOG_LEVEL.to_string(),
     };
 
+    let log_level =
+        crate::logging::with_modules(log_level, f.log.modules.as_ref(), src, &mut problems);
+    let control_mode = crate::control::resolve_mode(f.control.mode.as_ref(), src, &mut problems);
+    let statistics = crate::stats::StatsSettings::resolve(&f.statistics, src, &mut problems);
+    let prometheus =
+        crate::metrics_http::PrometheusSettings::resolve(&f.prometheus, src, &mut problems);
+    let dnstap = crate::tap::DnstapSettings::resolve(
+        &f.dnstap,
+        args.dnstap.as_deref(),
+        base_dir,
+        src,
+        &mut problems,
+    );
+    let run_as = crate::privileges::RunAs::resolve(
+        f.server.user.as_ref(),
+        f.server.group.as_ref(),
+        src,
+        &mut problems,
+    );
+
     let control_socket = args
         .control_socket
         .clone()
@@ -464,6 +506,12 @@ fn resolve(
         cookies,
         nsid,
         tcp_limits,
+        control_mode,
+        statistics,
+        prometheus,
+        dnstap,
+        run_as,
+        query_log: f.log.queries.unwrap_or(false),
     })
 }
 

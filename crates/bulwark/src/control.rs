@@ -1,6 +1,7 @@
 //! The control socket: a Unix stream socket taking one command per connection
-//! (`reload`, `stop`, `status`, a line each) and answering with lines of text, the
-//! first `ok` or `error: ...`, then the details.
+//! (a line of words, e.g. `zone status example.com.`; see `commands.rs` for the
+//! list) and answering with lines of text, the first `ok` or `error: ...`, then
+//! the details. `bulwark ctl` is its client.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -17,14 +18,69 @@ use crate::cli::CtlArgs;
 use crate::server::App;
 
 pub const DEFAULT_SOCKET: &str = "/run/bulwark/control.sock";
-/// A command is one short word; anything longer is not one.
-const MAX_COMMAND: u64 = 256;
+/// Owner only: whoever can write to the socket can stop the server.
+pub const DEFAULT_MODE: u32 = 0o600;
+
+/// `[control] mode`, an octal string like `"0660"`: the socket file's
+/// permissions. The owner must keep read and write (the server's own user runs
+/// `ctl`); others may not write, since whoever can write can stop the server.
+pub fn resolve_mode(
+    mode: Option<&toml::Spanned<String>>,
+    loc: &dyn crate::defences::Locate,
+    problems: &mut Vec<String>,
+) -> u32 {
+    let Some(mode) = mode else {
+        return DEFAULT_MODE;
+    };
+    match parse_mode(mode.get_ref()) {
+        Ok(m) => m,
+        Err(why) => {
+            problems.push(loc.at(
+                mode.span(),
+                format!("[control] mode: `{}`: {why}", mode.get_ref()),
+            ));
+            DEFAULT_MODE
+        }
+    }
+}
+
+fn parse_mode(text: &str) -> Result<u32, &'static str> {
+    let digits = text.trim();
+    let digits = digits.strip_prefix("0o").unwrap_or(digits);
+    if digits.is_empty() || digits.len() > 4 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return Err("expected permissions in octal, like \"0600\" or \"0660\"");
+    }
+    let mode = u32::from_str_radix(digits, 8).map_err(|_| "not an octal number")?;
+    if mode > 0o777 {
+        return Err("only permission bits (at most 0777) apply to a socket");
+    }
+    if mode & 0o600 != 0o600 {
+        return Err("the owner needs read and write (at least 0600)");
+    }
+    if mode & 0o002 != 0 {
+        return Err("other users may not write: whoever can write can stop the server");
+    }
+    Ok(mode)
+}
+
+/// The control socket this process serves, for `ctl status`.
+static SOCKET_IN_USE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The control socket this process bound, if any.
+pub fn socket_in_use() -> Option<&'static Path> {
+    SOCKET_IN_USE.get().map(PathBuf::as_path)
+}
+
+/// A command is a few words and at most a domain name (255 octets in
+/// presentation form, more with escapes); anything longer is not one.
+const MAX_COMMAND: u64 = 2048;
 /// A client that does not send its command in this long is dropped.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Binds the control socket, replacing a stale one left by an earlier run, and
 /// makes it reachable by its owner only: whoever can write to it can stop the server.
-pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
+pub fn bind(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
     if path.exists() {
         if StdUnixStream::connect(path).is_ok() {
             anyhow::bail!(
@@ -41,8 +97,9 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     }
     let listener = UnixListener::bind(path)
         .map_err(|e| anyhow::anyhow!("{}: cannot bind control socket: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let _ = SOCKET_IN_USE.set(path.to_path_buf());
     Ok(listener)
 }
 
@@ -68,23 +125,15 @@ pub async fn serve(listener: UnixListener, app: Arc<App>) {
             if !matches!(read, Ok(Ok(_))) {
                 return;
             }
-            let (ok, lines) = app.command(line.trim()).await;
-            let mut reply = if ok {
-                "ok\n".to_string()
-            } else {
-                String::new()
-            };
-            for l in lines {
-                reply.push_str(&l);
-                reply.push('\n');
-            }
-            let _ = w.write_all(reply.as_bytes()).await;
+            let reply = app.command(line.trim()).await;
+            let _ = w.write_all(reply.to_wire().as_bytes()).await;
             let _ = w.shutdown().await;
         });
     }
 }
 
-/// `bulwark ctl`: sends one command and prints the reply. Exits 0 on `ok`.
+/// `bulwark ctl`: sends one command and prints the reply: details to stdout on
+/// `ok` (exit 0), the error and its details to stderr otherwise (exit 1).
 pub fn ctl(args: &CtlArgs) -> ExitCode {
     let socket = match socket_path(args) {
         Ok(p) => p,
@@ -95,14 +144,15 @@ pub fn ctl(args: &CtlArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match send(&socket, args.command.wire_name()) {
+    match send(&socket, &args.command.wire_line()) {
         Ok(reply) => {
             let mut lines = reply.lines();
-            let first = lines.next().unwrap_or("error: empty reply");
+            let first = lines.next().unwrap_or("error: empty reply from the server");
             let rest: Vec<&str> = lines.collect();
             if first == "ok" {
+                let mut out = std::io::stdout().lock();
                 for l in rest {
-                    println!("{l}");
+                    let _ = writeln!(out, "{l}");
                 }
                 ExitCode::SUCCESS
             } else {
@@ -114,9 +164,25 @@ pub fn ctl(args: &CtlArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("{}: {e}", socket.display());
+            eprintln!("{}", connect_error(&socket, &e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What a failure to talk to the socket means for the person typing.
+fn connect_error(socket: &Path, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound | ErrorKind::ConnectionRefused => format!(
+            "error: bulwark is not running (no control socket at {})",
+            socket.display()
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "error: permission denied on {}: run as the server's user or root",
+            socket.display()
+        ),
+        _ => format!("error: {}: {e}", socket.display()),
     }
 }
 
@@ -151,4 +217,63 @@ fn send(socket: &Path, command: &str) -> std::io::Result<String> {
     let mut reply = String::new();
     s.read_to_string(&mut reply)?;
     Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn mode_is_octal_permission_bits_keeping_owner_rw() {
+        assert_eq!(parse_mode("0600"), Ok(0o600));
+        assert_eq!(parse_mode("0660"), Ok(0o660));
+        assert_eq!(parse_mode("664"), Ok(0o664));
+        assert_eq!(parse_mode("0o640"), Ok(0o640));
+        for bad in [
+            "",
+            "rw-rw----",
+            "0680",
+            "10600",
+            "4660",
+            "0400",
+            "0666",
+            "0x1b0",
+        ] {
+            assert!(parse_mode(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    struct At;
+    impl crate::defences::Locate for At {
+        fn at(&self, span: std::ops::Range<usize>, message: String) -> String {
+            format!("f.toml:{}: {message}", span.start)
+        }
+    }
+
+    #[test]
+    fn bad_mode_is_reported_where_it_is_written() {
+        let mode = toml::Spanned::new(7..13, "0777".to_string());
+        let mut problems = Vec::new();
+        assert_eq!(resolve_mode(Some(&mode), &At, &mut problems), DEFAULT_MODE);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("f.toml:7: [control] mode: `0777`: other users may not write"),
+            "{problems:?}"
+        );
+        assert_eq!(resolve_mode(None, &At, &mut problems), DEFAULT_MODE);
+    }
+
+    #[test]
+    fn connection_failures_are_explained() {
+        let p = Path::new("/run/x.sock");
+        let e = |k| connect_error(p, &std::io::Error::from(k));
+        let not_running = "error: bulwark is not running (no control socket at /run/x.sock)";
+        assert_eq!(e(std::io::ErrorKind::NotFound), not_running);
+        assert_eq!(e(std::io::ErrorKind::ConnectionRefused), not_running);
+        assert_eq!(
+            e(std::io::ErrorKind::PermissionDenied),
+            "error: permission denied on /run/x.sock: run as the server's user or root"
+        );
+    }
 }

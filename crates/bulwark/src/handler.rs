@@ -16,7 +16,10 @@ use bulwark_zone::ZoneSet;
 
 use crate::clock::CoarseClock;
 use crate::defences::ZoneAcls;
+use crate::query_log::QueryLog;
 use crate::slip::truncate_in_place;
+use crate::stats::{DropReason, Fate, StatsRegistry, WorkerRecorder};
+use crate::tap::{QueryTap, TapSource};
 
 /// Header octet 2: QR (RFC 1035 §4.1.1).
 const QR_BIT: u8 = 0x80;
@@ -34,6 +37,11 @@ pub struct Shared {
     /// Swapped by the rotation task; `None` when cookies are off.
     pub cookies: Option<Arc<ArcSwap<ServerCookies>>>,
     pub clock: CoarseClock,
+    pub stats: Arc<StatsRegistry>,
+    /// `None` when dnstap is off.
+    pub dnstap: Option<Arc<TapSource>>,
+    /// `[log] queries`.
+    pub query_log: bool,
 }
 
 /// The ACL each listener applies before parsing.
@@ -67,6 +75,9 @@ pub struct ServerHandler {
     rrl: Option<Arc<Rrl>>,
     clock: CoarseClock,
     transport: Transport,
+    stats: WorkerRecorder,
+    tap: QueryTap,
+    query_log: QueryLog,
 }
 
 impl ServerHandler {
@@ -80,6 +91,9 @@ impl ServerHandler {
             rrl: shared.rrl.clone(),
             clock: shared.clock.clone(),
             transport,
+            stats: shared.stats.recorder(transport),
+            tap: QueryTap::new(shared.dnstap.as_ref(), transport),
+            query_log: QueryLog::new(shared.query_log, transport),
         }
     }
 }
@@ -98,6 +112,27 @@ impl QueryHandler for ServerHandler {
         local: SocketAddr,
         out: &mut Vec<u8>,
     ) -> bool {
+        let started = self.stats.start();
+        let fate = self.decide(query, peer, local, out);
+        let response = fate.sent().then_some(out.as_slice());
+        self.stats.record(query, response, fate, started);
+        self.tap.auth(peer, local, query, response);
+        if self.query_log.is_on() {
+            self.query_log.log(peer, query, response);
+        }
+        fate.sent()
+    }
+}
+
+impl ServerHandler {
+    /// The pipeline proper: listener ACL, answering, rate limiting.
+    fn decide(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> Fate {
         let client = client_ip(peer);
         // Only UDP is limited: a TCP client has proved its address.
         let rrl = self
@@ -116,13 +151,13 @@ impl QueryHandler for ServerHandler {
                     if !query.get(2).is_some_and(|b| b & QR_BIT == 0)
                         || write_error_response(query, Rcode::REFUSED, out).is_none()
                     {
-                        return false;
+                        return Fate::Dropped(DropReason::Unanswerable);
                     }
                     // A refusal is an error response like any other: a spoofed
                     // flood of denied queries is rate-limited too.
                     return rate_limit(rrl, client, (ResponseClass::Error, &[]), now, out);
                 }
-                Access::Drop => return false,
+                Access::Drop => return Fate::Dropped(DropReason::Acl),
             }
         }
         let zones = self.zones.load();
@@ -144,12 +179,12 @@ impl QueryHandler for ServerHandler {
             self.answerer.answer_request(zones, &request, query, out),
             AnswerOutcome::Respond { .. }
         ) {
-            return false;
+            return Fate::Dropped(DropReason::Unanswerable);
         }
         // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
         // the response cannot be a reflection and is not limited.
         if rrl.is_none() || self.answerer.cookie_valid() {
-            return true;
+            return Fate::Answered;
         }
         rate_limit(rrl, client, self.answerer.rrl_key(), now, out)
     }
@@ -162,16 +197,22 @@ fn rate_limit(
     (class, name): (ResponseClass, &[u8]),
     now: u64,
     out: &mut Vec<u8>,
-) -> bool {
+) -> Fate {
     let Some(rrl) = rrl else {
-        return true;
+        return Fate::Answered;
     };
     match rrl.check(client, class, name, now) {
-        RrlVerdict::Pass => true,
-        RrlVerdict::Drop => false,
+        RrlVerdict::Pass => Fate::Answered,
+        RrlVerdict::Drop => Fate::Dropped(DropReason::RateLimited),
         // Every Nth limited response goes out truncated so a real client
         // behind the limited network retries over TCP and gets its answer.
-        RrlVerdict::Slip => truncate_in_place(out),
+        RrlVerdict::Slip => {
+            if truncate_in_place(out) {
+                Fate::Slipped
+            } else {
+                Fate::Dropped(DropReason::RateLimited)
+            }
+        }
     }
 }
 

@@ -14,15 +14,23 @@
 mod check;
 mod cli;
 mod clock;
+mod commands;
 mod config;
 mod control;
 mod cookie_secrets;
 mod defences;
 mod demo;
+mod dnstap_cli;
 mod handler;
 mod logging;
+mod metrics_http;
+mod privileges;
+mod query_log;
 mod server;
+mod service;
 mod slip;
+mod stats;
+mod tap;
 mod zones;
 
 use std::process::ExitCode;
@@ -44,6 +52,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check::check_config(&file),
         Command::CheckZone { origin, file } => check::check_zone(&origin, &file),
         Command::Ctl(args) => control::ctl(&args),
+        Command::Dnstap(args) => dnstap_cli::run(&args),
         Command::Version => {
             println!("bulwark {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

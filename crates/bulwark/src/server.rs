@@ -24,11 +24,13 @@ use crate::defences::ZoneAcls;
 use crate::demo::{self, DemoZone};
 use crate::handler::{ListenerAcls, ServerHandler, Shared};
 use crate::logging;
+use crate::stats::StatsRegistry;
+use crate::tap::TapSource;
 use crate::zones::Zones;
 
 /// Where the zone list comes from on a reload.
 #[derive(Debug)]
-enum ZoneSource {
+pub(crate) enum ZoneSource {
     /// Re-read the configuration file and flags.
     Config(ServeArgs),
     /// The built-in demo zone.
@@ -38,18 +40,24 @@ enum ZoneSource {
 /// The running server, shared by the signal handler and the control socket.
 #[derive(Debug)]
 pub struct App {
-    source: ZoneSource,
+    pub(crate) source: ZoneSource,
     /// The addresses asked for at start, to notice a reload that changes them.
-    listen: Vec<SocketAddr>,
-    zones: Zones,
-    shutdown: Shutdown,
-    udp: Mutex<Option<UdpWorkers>>,
-    tcp_stats: Arc<TcpStats>,
-    started: Instant,
+    pub(crate) listen: Vec<SocketAddr>,
+    pub(crate) zones: Zones,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) udp: Mutex<Option<UdpWorkers>>,
+    pub(crate) tcp_stats: Arc<TcpStats>,
+    pub(crate) started: Instant,
     /// Swapped on reload with the zone list.
-    zone_acls: Arc<ArcSwap<ZoneAcls>>,
-    rrl: Option<Arc<Rrl>>,
-    cookies: Option<Arc<CookieSecrets>>,
+    pub(crate) zone_acls: Arc<ArcSwap<ZoneAcls>>,
+    pub(crate) rrl: Option<Arc<Rrl>>,
+    pub(crate) cookies: Option<Arc<CookieSecrets>>,
+    pub(crate) stats: Arc<StatsRegistry>,
+    /// `None` when dnstap is off.
+    pub(crate) dnstap: Option<Arc<TapSource>>,
+    /// The worker count and bound addresses, for `ctl status`.
+    pub(crate) threads: usize,
+    pub(crate) bound: Mutex<Vec<SocketAddr>>,
 }
 
 impl App {
@@ -57,28 +65,19 @@ impl App {
         &self.shutdown
     }
 
-    /// Runs one control command: `(ok, lines of detail)`.
-    pub async fn command(self: &Arc<Self>, command: &str) -> (bool, Vec<String>) {
-        match command {
-            "reload" => self.reload().await,
-            "stop" => {
-                tracing::info!("stop requested over the control socket");
-                self.shutdown.trigger();
-                (true, vec!["stopping".to_string()])
-            }
-            "status" => (true, self.status()),
-            other => (
-                false,
-                vec![format!(
-                    "error: unknown command `{other}` (reload, stop, status)"
-                )],
-            ),
-        }
-    }
-
     /// Re-reads the zone list and reloads every zone on a blocking thread.
     pub async fn reload(self: &Arc<Self>) -> (bool, Vec<String>) {
         tracing::info!("reloading zones");
+        crate::service::notify_reloading();
+        let result = self.reload_zones().await;
+        if let Some(tap) = &self.dnstap {
+            tap.rotate();
+        }
+        crate::service::notify_ready();
+        result
+    }
+
+    async fn reload_zones(self: &Arc<Self>) -> (bool, Vec<String>) {
         let specs = match &self.source {
             ZoneSource::Demo(specs) => specs.clone(),
             ZoneSource::Config(args) => match config::load(args) {
@@ -117,55 +116,6 @@ impl App {
         }
         lines.extend(report.lines());
         (ok, lines)
-    }
-
-    fn status(&self) -> Vec<String> {
-        let mut lines = vec![
-            format!("version {}", env!("CARGO_PKG_VERSION")),
-            format!("uptime {}s", self.started.elapsed().as_secs()),
-        ];
-        let zones = self.zones.summaries();
-        lines.push(format!("zones {}", zones.len()));
-        for (origin, serial, names) in zones {
-            let serial = serial.map_or_else(|| "-".to_string(), |s| s.to_string());
-            lines.push(format!("zone {origin} serial {serial} names {names}"));
-        }
-        if let Ok(guard) = self.udp.lock() {
-            if let Some(udp) = guard.as_ref() {
-                let s = udp.stats();
-                lines.push(format!(
-                    "udp received {} responded {} dropped {} send_errors {}",
-                    s.received, s.responded, s.dropped, s.send_errors
-                ));
-            }
-        }
-        match &self.rrl {
-            Some(rrl) => {
-                let s = rrl.stats();
-                lines.push(format!(
-                    "rrl passed {} dropped {} slipped {}",
-                    s.passed, s.dropped, s.slipped
-                ));
-            }
-            None => lines.push("rrl off".to_string()),
-        }
-        match &self.cookies {
-            Some(c) => lines.push(format!(
-                "cookies on secret {} rotations {}",
-                if c.rotating { "random" } else { "configured" },
-                c.rotations.load(std::sync::atomic::Ordering::Relaxed)
-            )),
-            None => lines.push("cookies off".to_string()),
-        }
-        let t = &self.tcp_stats;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        lines.push(format!(
-            "tcp accepted {} rejected {} queries {}",
-            load(&t.accepted),
-            load(&t.rejected),
-            load(&t.queries)
-        ));
-        lines
     }
 }
 
@@ -300,6 +250,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         } else {
             None
         },
+        stats: StatsRegistry::new(&settings.statistics),
+        dnstap: match &settings.dnstap {
+            Some(d) => Some(TapSource::start(d).context("cannot start dnstap")?),
+            None => None,
+        },
+        threads: settings.threads,
+        bound: Mutex::new(Vec::new()),
     });
     let report = app.zones.load(&initial_specs);
     tracing::info!(
@@ -312,7 +269,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let control = match &settings.control_socket {
-        Some(path) => Some((crate::control::bind(path)?, path.clone())),
+        Some(path) => Some((
+            crate::control::bind(path, settings.control_mode)?,
+            path.clone(),
+        )),
+        None => None,
+    };
+    let prometheus = match &settings.prometheus {
+        Some(p) => Some(crate::metrics_http::bind(p)?),
         None => None,
     };
 
@@ -322,6 +286,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         bind_all(&settings.listen, settings.threads)?
     };
     let addrs = udp.local_addrs().to_vec();
+    if let Ok(mut b) = app.bound.lock() {
+        b.clone_from(&addrs);
+    }
+    // Everything privileged (sockets on port 53, the control socket, log files)
+    // is open: from here on the server runs as the configured user.
+    crate::privileges::drop_privileges(settings.run_as.as_ref())?;
 
     let answer_config = Arc::new(AnswerConfig {
         max_udp_payload: settings.max_udp_payload,
@@ -340,6 +310,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         rrl: app.rrl.clone(),
         cookies: app.cookies.as_ref().map(|c| Arc::clone(&c.current)),
         clock: CoarseClock::new(),
+        stats: Arc::clone(&app.stats),
+        dnstap: app.dnstap.clone(),
+        query_log: settings.query_log,
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     let workers = udp.spawn(
@@ -380,6 +353,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(socket = %path.display(), "control socket ready");
         runtime.spawn(crate::control::serve(listener, Arc::clone(&app)));
     }
+    if let Some(listener) = prometheus {
+        runtime.spawn(crate::metrics_http::serve(listener, Arc::clone(&app)));
+    }
     {
         let app = Arc::clone(&app);
         runtime.spawn(async move {
@@ -416,8 +392,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     tracing::info!("ready");
+    crate::service::notify_ready();
 
     runtime.block_on(shutdown.wait());
+    crate::service::notify_stopping();
     let workers = app.udp.lock().ok().and_then(|mut g| g.take());
     if let Some(w) = workers {
         let s = w.join();
@@ -428,6 +406,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(tap) = &app.dnstap {
+        tap.stop();
+    }
     if let Some(path) = &settings.control_socket {
         let _ = std::fs::remove_file(path);
     }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 use bulwark_proto::wire::Reader;
@@ -71,12 +72,68 @@ impl LoadReport {
     }
 }
 
+/// One served zone and where and when it came from.
+#[derive(Debug, Clone)]
+struct LoadedZone {
+    zone: Arc<Zone>,
+    /// When this copy was read.
+    loaded_at: SystemTime,
+    /// The file's modification time when this copy was read.
+    modified: Option<SystemTime>,
+}
+
+impl LoadedZone {
+    fn read(spec: &ZoneSpec, zone: Zone) -> LoadedZone {
+        LoadedZone {
+            zone: Arc::new(zone),
+            loaded_at: SystemTime::now(),
+            modified: std::fs::metadata(&spec.path)
+                .and_then(|m| m.modified())
+                .ok(),
+        }
+    }
+}
+
+/// What `ctl zone list` and `ctl zone status` show of one configured zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneInfo {
+    pub origin: Name,
+    pub file: PathBuf,
+    /// `None` when the zone is configured but no copy of it ever loaded.
+    pub served: Option<ServedCopy>,
+}
+
+/// The copy of a zone being served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedCopy {
+    pub serial: Option<u32>,
+    pub names: usize,
+    pub loaded_at: SystemTime,
+    pub file_modified: Option<SystemTime>,
+}
+
+/// Why a single-zone reload did not happen.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ZoneReloadError {
+    #[error("the zone is not in the configuration")]
+    NotConfigured,
+}
+
+/// The state behind the lock: what was asked for and what is served.
+#[derive(Debug, Default)]
+struct ZoneTable {
+    /// The zone list of the last full (re)load, in configuration order.
+    specs: Vec<ZoneSpec>,
+    /// The zones of `current` by origin.
+    loaded: HashMap<Name, LoadedZone>,
+}
+
 /// The served zones and what they were loaded from.
 #[derive(Debug)]
 pub struct Zones {
     current: Arc<ArcSwap<ZoneSet>>,
-    /// The zones of `current` by origin; the lock also keeps reloads one at a time.
-    loaded: Mutex<HashMap<Name, (PathBuf, Arc<Zone>)>>,
+    /// The lock also keeps reloads, full or single-zone, one at a time.
+    table: Mutex<ZoneTable>,
 }
 
 impl Default for Zones {
@@ -89,7 +146,7 @@ impl Zones {
     pub fn new() -> Zones {
         Zones {
             current: Arc::new(ArcSwap::from_pointee(ZoneSet::default())),
-            loaded: Mutex::new(HashMap::new()),
+            table: Mutex::new(ZoneTable::default()),
         }
     }
 
@@ -106,71 +163,88 @@ impl Zones {
     /// the old copy of any that fails, drops zones no longer listed, and swaps the
     /// new set in.
     pub fn load(&self, specs: &[ZoneSpec]) -> LoadReport {
-        let mut loaded = match self.loaded.lock() {
-            Ok(g) => g,
-            // A panic in an earlier reload left the map as it was before it.
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let mut next: HashMap<Name, (PathBuf, Arc<Zone>)> = HashMap::with_capacity(specs.len());
+        let mut table = self.lock();
+        let mut next: HashMap<Name, LoadedZone> = HashMap::with_capacity(specs.len());
         let mut report = LoadReport::default();
         for spec in specs {
-            let origin = spec.origin.clone();
-            match load_zone_file_with_warnings(&spec.origin, &spec.path) {
-                Ok(loaded) => {
-                    for w in loaded.warning_lines(&spec.path.display().to_string()) {
-                        tracing::warn!(zone = %origin, "{w}");
-                    }
-                    let zone = loaded.zone;
-                    let serial = soa_serial(&zone);
-                    let nodes = zone.node_count();
-                    tracing::info!(
-                        zone = %origin,
-                        file = %spec.path.display(),
-                        serial = serial.map(u64::from),
-                        names = nodes,
-                        "zone loaded"
-                    );
-                    next.insert(origin.clone(), (spec.path.clone(), Arc::new(zone)));
-                    report.outcomes.push(ZoneOutcome::Loaded {
-                        origin,
-                        serial,
-                        nodes,
-                    });
-                }
-                Err(e) => {
-                    for p in &e.problems {
-                        tracing::error!(zone = %origin, "{p}");
-                    }
-                    if let Some(old) = loaded.get(&origin) {
-                        tracing::warn!(zone = %origin, "zone failed to load; keeping the previous copy");
-                        next.insert(origin.clone(), old.clone());
-                        report.outcomes.push(ZoneOutcome::KeptOld {
-                            origin,
-                            problems: e.problems,
-                        });
-                    } else {
-                        tracing::warn!(zone = %origin, "zone failed to load; not serving it");
-                        report.outcomes.push(ZoneOutcome::Failed {
-                            origin,
-                            problems: e.problems,
-                        });
-                    }
-                }
+            let (outcome, copy) = load_one(spec, table.loaded.get(&spec.origin));
+            if let Some(copy) = copy {
+                next.insert(spec.origin.clone(), copy);
             }
+            report.outcomes.push(outcome);
         }
-        for origin in loaded.keys() {
+        for origin in table.loaded.keys() {
             if !next.contains_key(origin) {
                 tracing::info!(zone = %origin, "zone removed");
                 report.removed.push(origin.clone());
             }
         }
-        let set = ZoneSet::new(next.values().map(|(_, z)| Arc::clone(z)).collect());
-        self.current.store(Arc::new(set));
-        *loaded = next;
+        table.loaded = next;
+        table.specs = specs.to_vec();
+        self.publish(&table);
         report
     }
 
+    /// Reloads one configured zone from its file (blocking), keeping the copy
+    /// served so far if the file fails; the other zones are left as they are.
+    pub fn reload_one(&self, origin: &Name) -> Result<ZoneOutcome, ZoneReloadError> {
+        let mut table = self.lock();
+        let spec = table
+            .specs
+            .iter()
+            .find(|s| &s.origin == origin)
+            .cloned()
+            .ok_or(ZoneReloadError::NotConfigured)?;
+        let (outcome, copy) = load_one(&spec, table.loaded.get(origin));
+        if let Some(copy) = copy {
+            table.loaded.insert(spec.origin.clone(), copy);
+        }
+        self.publish(&table);
+        Ok(outcome)
+    }
+
+    /// Every configured zone, sorted by origin.
+    pub fn infos(&self) -> Vec<ZoneInfo> {
+        let table = self.lock();
+        let mut v: Vec<ZoneInfo> = table
+            .specs
+            .iter()
+            .map(|spec| ZoneInfo {
+                origin: spec.origin.clone(),
+                file: spec.path.clone(),
+                served: table.loaded.get(&spec.origin).map(|l| ServedCopy {
+                    serial: soa_serial(&l.zone),
+                    names: l.zone.node_count(),
+                    loaded_at: l.loaded_at,
+                    file_modified: l.modified,
+                }),
+            })
+            .collect();
+        v.sort_by(|a, b| a.origin.cmp(&b.origin));
+        v
+    }
+
+    /// One configured zone, or `None` when it is not configured.
+    pub fn info(&self, origin: &Name) -> Option<ZoneInfo> {
+        self.infos().into_iter().find(|i| &i.origin == origin)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
+        match self.table.lock() {
+            Ok(g) => g,
+            // A panic in an earlier reload left the table as it was before it.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Builds a set from the table's zones and swaps it in at once.
+    fn publish(&self, table: &ZoneTable) {
+        let set = ZoneSet::new(table.loaded.values().map(|l| Arc::clone(&l.zone)).collect());
+        self.current.store(Arc::new(set));
+    }
+
     /// Origin, serial and size of each served zone, sorted by origin.
+    #[allow(dead_code)] // for statistics collection (zone serial gauges)
     pub fn summaries(&self) -> Vec<(Name, Option<u32>, usize)> {
         let set = self.current();
         let mut v: Vec<_> = set
@@ -179,6 +253,61 @@ impl Zones {
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+}
+
+/// Reads one zone's file: the outcome, and the copy to serve (the new one, the
+/// old one when the file fails, or none).
+fn load_one(spec: &ZoneSpec, old: Option<&LoadedZone>) -> (ZoneOutcome, Option<LoadedZone>) {
+    let origin = spec.origin.clone();
+    match load_zone_file_with_warnings(&spec.origin, &spec.path) {
+        Ok(loaded) => {
+            for w in loaded.warning_lines(&spec.path.display().to_string()) {
+                tracing::warn!(zone = %origin, "{w}");
+            }
+            let zone = loaded.zone;
+            let serial = soa_serial(&zone);
+            let nodes = zone.node_count();
+            tracing::info!(
+                zone = %origin,
+                file = %spec.path.display(),
+                serial = serial.map(u64::from),
+                names = nodes,
+                "zone loaded"
+            );
+            (
+                ZoneOutcome::Loaded {
+                    origin,
+                    serial,
+                    nodes,
+                },
+                Some(LoadedZone::read(spec, zone)),
+            )
+        }
+        Err(e) => {
+            for p in &e.problems {
+                tracing::error!(zone = %origin, "{p}");
+            }
+            if let Some(old) = old {
+                tracing::warn!(zone = %origin, "zone failed to load; keeping the previous copy");
+                (
+                    ZoneOutcome::KeptOld {
+                        origin,
+                        problems: e.problems,
+                    },
+                    Some(old.clone()),
+                )
+            } else {
+                tracing::warn!(zone = %origin, "zone failed to load; not serving it");
+                (
+                    ZoneOutcome::Failed {
+                        origin,
+                        problems: e.problems,
+                    },
+                    None,
+                )
+            }
+        }
     }
 }
 

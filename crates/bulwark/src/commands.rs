@@ -1,0 +1,490 @@
+//! The control socket's commands, run against the live server.
+//!
+//! A command is a line of words: the command's own words (`zone status`), then
+//! its arguments (`example.com.`). [`COMMANDS`] lists them all; a new command is
+//! one more entry there and one function. The reply is `ok` or `error: ...` as
+//! its first line, then lines of detail.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::server::App;
+use crate::zones::{ZoneInfo, ZoneOutcome};
+
+/// What a command answers: success or failure, and the lines to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub ok: bool,
+    /// Without the leading `ok` line; a failure's first line is `error: ...`.
+    pub lines: Vec<String>,
+}
+
+impl Reply {
+    pub fn ok(lines: Vec<String>) -> Reply {
+        Reply { ok: true, lines }
+    }
+
+    pub fn error(message: impl std::fmt::Display) -> Reply {
+        Reply {
+            ok: false,
+            lines: vec![format!("error: {message}")],
+        }
+    }
+
+    /// The reply as sent on the socket: `ok` or `error: ...` first.
+    pub fn to_wire(&self) -> String {
+        let mut out = String::new();
+        if self.ok {
+            out.push_str("ok\n");
+        } else if !self.lines.first().is_some_and(|l| l.starts_with("error:")) {
+            out.push_str("error: failed\n");
+        }
+        for l in &self.lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+type BoxedReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+/// How a command runs.
+#[derive(Clone, Copy)]
+enum Run {
+    /// Quick, and never blocks: runs on the control task.
+    Now(fn(&App, &[String]) -> Reply),
+    /// May take long (reading zone files): its own future.
+    Later(fn(Arc<App>, Vec<String>) -> BoxedReply),
+}
+
+/// One control command.
+#[derive(Clone, Copy)]
+struct CommandSpec {
+    /// The command's words, e.g. `["zone", "status"]`.
+    words: &'static [&'static str],
+    /// Its arguments as shown in help, e.g. `"ZONE"`, `"[--json]"`.
+    usage: &'static str,
+    min_args: usize,
+    max_args: usize,
+    run: Run,
+}
+
+/// Every control command. Longer word sequences are matched first.
+const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        words: &["status"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(|app, _| Reply::ok(app.status_lines())),
+    },
+    CommandSpec {
+        words: &["reload"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Later(|app, _| {
+            Box::pin(async move {
+                let (ok, lines) = app.reload().await;
+                Reply { ok, lines }
+            })
+        }),
+    },
+    CommandSpec {
+        words: &["stop"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(|app, _| {
+            tracing::info!("stop requested over the control socket");
+            app.shutdown.trigger();
+            Reply::ok(vec!["stopping".to_string()])
+        }),
+    },
+    CommandSpec {
+        words: &["zone", "list"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(|app, _| Reply::ok(zone_list(&app.zones.infos()))),
+    },
+    CommandSpec {
+        words: &["zone", "status"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(zone_status),
+    },
+    CommandSpec {
+        words: &["zone", "reload"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Later(|app, args| Box::pin(zone_reload(app, args))),
+    },
+    CommandSpec {
+        words: &["stats"],
+        usage: "[--json]",
+        min_args: 0,
+        max_args: 1,
+        run: Run::Now(stats),
+    },
+];
+
+impl App {
+    /// Runs one control command line.
+    pub async fn command(self: &Arc<Self>, line: &str) -> Reply {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(spec) = find(&words) else {
+            return Reply::error(format!(
+                "unknown command `{}` (commands: {})",
+                line.trim(),
+                command_list()
+            ));
+        };
+        let args: Vec<String> = words
+            .get(spec.words.len()..)
+            .unwrap_or_default()
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect();
+        if args.len() < spec.min_args || args.len() > spec.max_args {
+            return Reply::error(format!("usage: {}", usage(spec)));
+        }
+        match spec.run {
+            Run::Now(f) => f(self, &args),
+            Run::Later(f) => f(Arc::clone(self), args).await,
+        }
+    }
+
+    /// `ctl status`: who is running, where, and with what. The `udp`, `tcp`,
+    /// `rrl` and `cookies` lines are kept in their long-standing form.
+    pub(crate) fn status_lines(&self) -> Vec<String> {
+        let mut lines = vec![
+            format!("version {}", env!("CARGO_PKG_VERSION")),
+            format!("uptime {}s", self.started.elapsed().as_secs()),
+        ];
+        if let Ok(bound) = self.bound.lock() {
+            lines.extend(bound.iter().map(|a| format!("listen {a} udp tcp")));
+        }
+        lines.push(format!("udp workers {}", self.threads));
+        let infos = self.zones.infos();
+        let served = infos.iter().filter(|i| i.served.is_some()).count();
+        lines.push(format!("zones {served} loaded of {}", infos.len()));
+        match crate::control::socket_in_use() {
+            Some(p) => lines.push(format!("control {}", p.display())),
+            None => lines.push("control off".to_string()),
+        }
+        match crate::metrics_http::listening() {
+            Some(a) => lines.push(format!("prometheus http://{a}/metrics")),
+            None => lines.push("prometheus off".to_string()),
+        }
+        if let Ok(guard) = self.udp.lock() {
+            if let Some(udp) = guard.as_ref() {
+                let s = udp.stats();
+                lines.push(format!(
+                    "udp received {} responded {} dropped {} send_errors {}",
+                    s.received, s.responded, s.dropped, s.send_errors
+                ));
+            }
+        }
+        let t = &self.tcp_stats;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        lines.push(format!(
+            "tcp accepted {} rejected {} queries {}",
+            load(&t.accepted),
+            load(&t.rejected),
+            load(&t.queries)
+        ));
+        match &self.rrl {
+            Some(rrl) => {
+                let s = rrl.stats();
+                lines.push(format!(
+                    "rrl passed {} dropped {} slipped {}",
+                    s.passed, s.dropped, s.slipped
+                ));
+            }
+            None => lines.push("rrl off".to_string()),
+        }
+        match &self.cookies {
+            Some(c) => lines.push(format!(
+                "cookies on secret {} rotations {}",
+                if c.rotating { "random" } else { "configured" },
+                c.rotations.load(std::sync::atomic::Ordering::Relaxed)
+            )),
+            None => lines.push("cookies off".to_string()),
+        }
+        lines
+    }
+}
+
+/// The entry whose words start `words`, the longest such.
+fn find(words: &[&str]) -> Option<&'static CommandSpec> {
+    COMMANDS
+        .iter()
+        .filter(|c| {
+            words.len() >= c.words.len()
+                && c.words
+                    .iter()
+                    .zip(words)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        })
+        .max_by_key(|c| c.words.len())
+}
+
+fn usage(spec: &CommandSpec) -> String {
+    let mut u = spec.words.join(" ");
+    if !spec.usage.is_empty() {
+        u.push(' ');
+        u.push_str(spec.usage);
+    }
+    u
+}
+
+fn command_list() -> String {
+    COMMANDS.iter().map(usage).collect::<Vec<_>>().join(", ")
+}
+
+fn parse_zone(text: &str) -> Result<bulwark_proto::Name, Reply> {
+    crate::config::parse_origin(text)
+        .map_err(|e| Reply::error(format!("`{text}` is not a zone name: {e}")))
+}
+
+fn unknown_zone(origin: &bulwark_proto::Name) -> Reply {
+    Reply::error(format!(
+        "unknown zone {origin}: it is not in the configuration"
+    ))
+}
+
+/// `ctl zone list`: `ORIGIN SERIAL FILE`, one line per configured zone.
+fn zone_list(infos: &[ZoneInfo]) -> Vec<String> {
+    infos
+        .iter()
+        .map(|i| match &i.served {
+            Some(c) => format!(
+                "{} {} {}",
+                i.origin,
+                serial_text(c.serial),
+                i.file.display()
+            ),
+            None => format!("{} - {} (not loaded)", i.origin, i.file.display()),
+        })
+        .collect()
+}
+
+fn zone_status(app: &App, args: &[String]) -> Reply {
+    let origin = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    match app.zones.info(&origin) {
+        Some(info) => Reply::ok(zone_status_lines(&info)),
+        None => unknown_zone(&origin),
+    }
+}
+
+/// `ctl zone status ZONE`: `key: value` lines. The `dnssec` and `transfers`
+/// lines are placeholders until signing and transfers exist.
+fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
+    let mut lines = vec![format!("zone: {}", info.origin)];
+    match &info.served {
+        Some(c) => {
+            lines.push(format!("serial: {}", serial_text(c.serial)));
+            lines.push(format!("file: {}", info.file.display()));
+            lines.push("loaded from: file".to_string());
+            lines.push(format!("loaded at: {}", rfc3339(c.loaded_at)));
+            lines.push(format!(
+                "file modified: {}",
+                c.file_modified.map_or_else(|| "-".to_string(), rfc3339)
+            ));
+            lines.push(format!("names: {}", c.names));
+        }
+        None => {
+            lines.push("serial: -".to_string());
+            lines.push(format!("file: {}", info.file.display()));
+            lines.push("loaded from: - (not loaded: the file failed)".to_string());
+        }
+    }
+    lines.push("dnssec: unsigned".to_string());
+    lines.push("transfers: none".to_string());
+    lines
+}
+
+async fn zone_reload(app: Arc<App>, args: Vec<String>) -> Reply {
+    let origin = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    tracing::info!(zone = %origin, "reloading one zone");
+    let task = {
+        let origin = origin.clone();
+        tokio::task::spawn_blocking(move || app.zones.reload_one(&origin))
+    };
+    match task.await {
+        Ok(Ok(outcome)) => {
+            let ok = matches!(outcome, ZoneOutcome::Loaded { .. });
+            let report = crate::zones::LoadReport {
+                outcomes: vec![outcome],
+                removed: Vec::new(),
+            };
+            let mut lines = Vec::new();
+            if !ok {
+                lines.push(format!("error: zone {origin} failed to load"));
+            }
+            lines.extend(report.lines());
+            Reply { ok, lines }
+        }
+        Ok(Err(crate::zones::ZoneReloadError::NotConfigured)) => unknown_zone(&origin),
+        Err(e) => Reply::error(format!("zone reload failed: {e}")),
+    }
+}
+
+fn stats(app: &App, args: &[String]) -> Reply {
+    let families = crate::stats::collect::families(app);
+    match args.first().map(String::as_str) {
+        None => Reply::ok(
+            crate::stats::render::text(&families)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        ),
+        Some("--json" | "json") => Reply::ok(vec![crate::stats::render::json(&families)]),
+        Some(other) => Reply::error(format!(
+            "stats: unknown option `{other}` (usage: stats [--json])"
+        )),
+    }
+}
+
+fn serial_text(serial: Option<u32>) -> String {
+    serial.map_or_else(|| "-".to_string(), |s| s.to_string())
+}
+
+/// A time as RFC 3339 UTC, to the second: `2026-11-22T09:00:00Z`.
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
+/// Howard Hinnant's `civil_from_days`, for days on or after the epoch.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    // Shift the epoch to 0000-03-01 so leap days fall at the end of a year.
+    let z = days.saturating_add(719_468);
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe
+        .saturating_sub(doe / 1460)
+        .saturating_add(doe / 36_524)
+        .saturating_sub(doe / 146_096))
+        / 365;
+    let doy = doe.saturating_sub(
+        (365u64.saturating_mul(yoe))
+            .saturating_add(yoe / 4)
+            .saturating_sub(yoe / 100),
+    );
+    let mp = (5u64.saturating_mul(doy).saturating_add(2)) / 153;
+    let d = doy
+        .saturating_sub((153u64.saturating_mul(mp).saturating_add(2)) / 5)
+        .saturating_add(1);
+    let m = if mp < 10 {
+        mp.saturating_add(3)
+    } else {
+        mp.saturating_sub(9)
+    };
+    let y = yoe
+        .saturating_add(era.saturating_mul(400))
+        .saturating_add(u64::from(m <= 2));
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn longest_command_words_win() {
+        assert_eq!(
+            find(&["zone", "status", "a."]).unwrap().words,
+            ["zone", "status"]
+        );
+        assert_eq!(find(&["stats", "--json"]).unwrap().words, ["stats"]);
+        assert!(find(&["zone"]).is_none());
+        assert!(find(&["frobnicate"]).is_none());
+        assert!(find(&[]).is_none());
+    }
+
+    #[test]
+    fn every_command_has_a_unique_word_sequence() {
+        for (i, a) in COMMANDS.iter().enumerate() {
+            for b in COMMANDS.iter().skip(i + 1) {
+                assert_ne!(a.words, b.words);
+            }
+            assert!(a.min_args <= a.max_args);
+        }
+    }
+
+    #[test]
+    fn wire_reply_starts_with_ok_or_error() {
+        assert_eq!(Reply::ok(vec!["a".into()]).to_wire(), "ok\na\n");
+        assert_eq!(Reply::error("no").to_wire(), "error: no\n");
+        let bare = Reply {
+            ok: false,
+            lines: vec!["detail".into()],
+        };
+        assert_eq!(bare.to_wire(), "error: failed\ndetail\n");
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let t = |s: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(t(0), "1970-01-01T00:00:00Z");
+        assert_eq!(t(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(t(1_798_761_599), "2026-12-31T23:59:59Z");
+        assert_eq!(t(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+
+    #[test]
+    fn zone_status_has_placeholder_lines_for_later_features() {
+        let info = ZoneInfo {
+            origin: "example.com.".parse().unwrap(),
+            file: PathBuf::from("/z/example.com.zone"),
+            served: Some(crate::zones::ServedCopy {
+                serial: Some(7),
+                names: 3,
+                loaded_at: SystemTime::UNIX_EPOCH,
+                file_modified: None,
+            }),
+        };
+        assert_eq!(
+            zone_status_lines(&info),
+            [
+                "zone: example.com.",
+                "serial: 7",
+                "file: /z/example.com.zone",
+                "loaded from: file",
+                "loaded at: 1970-01-01T00:00:00Z",
+                "file modified: -",
+                "names: 3",
+                "dnssec: unsigned",
+                "transfers: none",
+            ]
+        );
+        assert_eq!(zone_list(&[info]), ["example.com. 7 /z/example.com.zone"]);
+    }
+}

@@ -1,0 +1,362 @@
+//! Gathers every statistic of the running server into metric families, named
+//! after Prometheus' conventions: `bulwark_` prefix, `_total` on counters, base
+//! units (seconds, bytes). `ctl stats` and the Prometheus endpoint both render
+//! this list. The list of metrics is in docs/metrics.md.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bulwark_auth::Transport;
+use bulwark_proto::{Opcode, Rcode, Rtype};
+
+use crate::server::App;
+use crate::stats::{
+    size_bound, DropReason, Family, MetricKind, Sample, Snapshot, Totals, Value, LATENCY_BOUNDS_NS,
+    OPCODES, QTYPE_DIRECT, QTYPE_NONE, QTYPE_OTHER, RCODE_DIRECT, SIZE_BUCKETS,
+};
+
+const TRANSPORTS: [(Transport, &str); 2] = [(Transport::Udp, "udp"), (Transport::Tcp, "tcp")];
+const NANOS_PER_SECOND: f64 = 1e9;
+
+/// Every metric family, in a stable order.
+pub fn families(app: &App) -> Vec<Family> {
+    let mut out = Vec::new();
+    if app.stats.enabled() {
+        out.extend(registry_families(&app.stats.snapshot()));
+    }
+    out.extend(server_families(app));
+    out
+}
+
+fn counter(name: &'static str, help: &'static str, samples: Vec<Sample>) -> Family {
+    Family {
+        name,
+        help,
+        kind: MetricKind::Counter,
+        samples,
+    }
+}
+
+fn gauge(name: &'static str, help: &'static str, samples: Vec<Sample>) -> Family {
+    Family {
+        name,
+        help,
+        kind: MetricKind::Gauge,
+        samples,
+    }
+}
+
+fn int(labels: Vec<(&'static str, String)>, v: u64) -> Sample {
+    Sample {
+        labels,
+        value: Value::Int(v),
+    }
+}
+
+fn one(v: u64) -> Vec<Sample> {
+    vec![int(Vec::new(), v)]
+}
+
+fn load(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+/// The label value of a qtype slot.
+pub fn qtype_label(slot: usize) -> String {
+    match slot {
+        QTYPE_OTHER => "other".to_string(),
+        QTYPE_NONE => "none".to_string(),
+        v => u16::try_from(v).map_or_else(|_| "other".to_string(), |v| Rtype(v).to_string()),
+    }
+}
+
+fn rcode_label(slot: usize) -> String {
+    match u16::try_from(slot) {
+        Ok(v) if slot < RCODE_DIRECT => Rcode::new(v).to_string(),
+        _ => "other".to_string(),
+    }
+}
+
+/// Cumulative histogram buckets from per-bucket counts; the last count is the
+/// overflow beyond every bound.
+fn histogram(bounds: &[f64], counts: impl Iterator<Item = u64>, sum: f64) -> Value {
+    let mut running = 0u64;
+    let mut buckets = Vec::with_capacity(bounds.len());
+    let mut counts = counts;
+    for b in bounds {
+        running = running.wrapping_add(counts.next().unwrap_or(0));
+        buckets.push((*b, running));
+    }
+    let count = counts.fold(running, |acc, c| acc.wrapping_add(c));
+    Value::Histogram {
+        buckets,
+        sum,
+        count,
+    }
+}
+
+/// The families fed by the per-worker counters.
+pub fn registry_families(s: &Snapshot) -> Vec<Family> {
+    let per_transport = |f: &dyn Fn(&Totals) -> u64| -> Vec<Sample> {
+        TRANSPORTS
+            .iter()
+            .map(|(t, name)| int(vec![("transport", name.to_string())], f(s.transport(*t))))
+            .collect()
+    };
+    let mut queries = Vec::new();
+    let mut responses = Vec::new();
+    let mut sizes = Vec::new();
+    for (t, name) in TRANSPORTS {
+        let totals = s.transport(t);
+        for slot in 0..QTYPE_DIRECT.saturating_add(2) {
+            let n = totals.queries_by_qtype(slot);
+            if n > 0 {
+                queries.push(int(
+                    vec![
+                        ("transport", name.to_string()),
+                        ("opcode", "QUERY".to_string()),
+                        ("qtype", qtype_label(slot)),
+                    ],
+                    n,
+                ));
+            }
+        }
+        for op in 1..OPCODES {
+            let n = totals.queries_by_opcode(op);
+            if n > 0 {
+                let opcode = u8::try_from(op).map(Opcode::new).unwrap_or(Opcode::QUERY);
+                queries.push(int(
+                    vec![
+                        ("transport", name.to_string()),
+                        ("opcode", opcode.to_string()),
+                        ("qtype", qtype_label(QTYPE_NONE)),
+                    ],
+                    n,
+                ));
+            }
+        }
+        for slot in 0..=RCODE_DIRECT {
+            let n = totals.responses_by_rcode(slot);
+            if n > 0 {
+                responses.push(int(
+                    vec![
+                        ("transport", name.to_string()),
+                        ("rcode", rcode_label(slot)),
+                    ],
+                    n,
+                ));
+            }
+        }
+        let bounds: Vec<f64> = (0..SIZE_BUCKETS).map(|i| size_bound(i) as f64).collect();
+        sizes.push(Sample {
+            labels: vec![("transport", name.to_string())],
+            value: histogram(
+                &bounds,
+                (0..SIZE_BUCKETS).map(|i| totals.size_bucket(i)),
+                totals.size_sum() as f64,
+            ),
+        });
+    }
+    let latency_bounds: Vec<f64> = LATENCY_BOUNDS_NS
+        .iter()
+        .map(|ns| *ns as f64 / NANOS_PER_SECOND)
+        .collect();
+    let latency: Vec<Sample> = TRANSPORTS
+        .iter()
+        .map(|(t, name)| {
+            let totals = s.transport(*t);
+            Sample {
+                labels: vec![("transport", name.to_string())],
+                value: histogram(
+                    &latency_bounds,
+                    (0..=LATENCY_BOUNDS_NS.len()).map(|i| totals.latency_bucket(i)),
+                    totals.latency_sum_ns() as f64 / NANOS_PER_SECOND,
+                ),
+            }
+        })
+        .collect();
+    let sum = |f: &dyn Fn(&Totals) -> u64| f(&s.udp).wrapping_add(f(&s.tcp));
+    vec![
+        counter(
+            "bulwark_queries_total",
+            "Queries received, by transport, opcode and query type (qtype is \"none\" for other opcodes and queries without a readable question).",
+            queries,
+        ),
+        counter(
+            "bulwark_responses_total",
+            "Responses sent, by transport and response code (extended rcodes included).",
+            responses,
+        ),
+        Family {
+            name: "bulwark_response_size_bytes",
+            help: "Size of the responses sent, in octets, by transport.",
+            kind: MetricKind::Histogram,
+            samples: sizes,
+        },
+        counter(
+            "bulwark_truncated_total",
+            "Responses sent with TC set, by transport.",
+            per_transport(&|t| t.truncated()),
+        ),
+        counter(
+            "bulwark_dropped_total",
+            "Queries that got no response, by reason.",
+            DropReason::ALL
+                .iter()
+                .map(|r| int(vec![("reason", r.label().to_string())], sum(&|t| t.dropped(*r))))
+                .collect(),
+        ),
+        counter(
+            "bulwark_rrl_slipped_total",
+            "Responses rate limiting let out truncated (TC) instead of dropping them.",
+            one(sum(&|t| t.slipped())),
+        ),
+        counter(
+            "bulwark_malformed_total",
+            "Malformed queries: answered with FORMERR, or not answerable at all.",
+            one(sum(&|t| t.malformed())),
+        ),
+        Family {
+            name: "bulwark_query_duration_seconds",
+            help: "Time to handle a query, from receipt to response ready, sampled on one query in 64.",
+            kind: MetricKind::Histogram,
+            samples: latency,
+        },
+    ]
+}
+
+/// The families of the other sources, present whether statistics are on or not.
+fn server_families(app: &App) -> Vec<Family> {
+    let mut out = Vec::new();
+    let udp = app
+        .udp
+        .lock()
+        .ok()
+        .and_then(|g| g.as_ref().map(|w| w.stats()))
+        .unwrap_or_default();
+    out.push(counter(
+        "bulwark_udp_received_total",
+        "UDP datagrams received.",
+        one(udp.received),
+    ));
+    out.push(counter(
+        "bulwark_udp_responded_total",
+        "UDP responses sent.",
+        one(udp.responded),
+    ));
+    out.push(counter(
+        "bulwark_udp_send_errors_total",
+        "UDP responses the kernel refused to send.",
+        one(udp.send_errors),
+    ));
+    let tcp = &app.tcp_stats;
+    let accepted = load(&tcp.accepted);
+    let closes = [
+        ("rejected_too_many", load(&tcp.too_many_total)),
+        (
+            "rejected_too_many_for_client",
+            load(&tcp.too_many_for_client),
+        ),
+        ("idle", load(&tcp.idle)),
+        ("message_timeout", load(&tcp.message_timeout)),
+        ("query_limit", load(&tcp.query_limit)),
+        ("bad_length", load(&tcp.bad_length)),
+        ("peer_closed", load(&tcp.peer_closed)),
+        ("write_timeout", load(&tcp.write_timeout)),
+        ("io_error", load(&tcp.io_error)),
+        ("shutdown", load(&tcp.shutdown)),
+    ];
+    let closed = closes.iter().fold(0u64, |a, (_, n)| a.wrapping_add(*n));
+    out.push(counter(
+        "bulwark_tcp_connections_accepted_total",
+        "TCP connections accepted (including those closed at once for a connection limit).",
+        one(accepted),
+    ));
+    out.push(gauge(
+        "bulwark_tcp_connections_open",
+        "TCP connections open now.",
+        one(accepted.saturating_sub(closed)),
+    ));
+    out.push(counter(
+        "bulwark_tcp_connections_closed_total",
+        "TCP connections closed, by reason.",
+        closes
+            .iter()
+            .map(|(r, n)| int(vec![("reason", r.to_string())], *n))
+            .collect(),
+    ));
+    out.push(counter(
+        "bulwark_tcp_queries_total",
+        "Queries read from TCP connections.",
+        one(load(&tcp.queries)),
+    ));
+    if let Some(rrl) = &app.rrl {
+        let r = rrl.stats();
+        out.push(counter(
+            "bulwark_rrl_responses_total",
+            "Responses seen by response rate limiting, by verdict.",
+            [("pass", r.passed), ("drop", r.dropped), ("slip", r.slipped)]
+                .iter()
+                .map(|(v, n)| int(vec![("verdict", v.to_string())], *n))
+                .collect(),
+        ));
+    }
+    if let Some(c) = &app.cookies {
+        out.push(counter(
+            "bulwark_cookie_secret_rotations_total",
+            "Rotations of the server-cookie secret.",
+            one(load(&c.rotations)),
+        ));
+    }
+    if let Some(tap) = &app.dnstap {
+        let t = tap.counters();
+        out.push(counter(
+            "bulwark_dnstap_frames_sent_total",
+            "dnstap frames written.",
+            one(t.sent),
+        ));
+        out.push(counter(
+            "bulwark_dnstap_frames_dropped_total",
+            "dnstap frames dropped because the queue was full or the collector away.",
+            one(t.dropped),
+        ));
+        out.push(counter(
+            "bulwark_dnstap_reconnects_total",
+            "Reconnections to the dnstap collector.",
+            one(t.reconnects),
+        ));
+    }
+    let zones = app.zones.summaries();
+    out.push(gauge(
+        "bulwark_zones",
+        "Zones loaded.",
+        one(u64::try_from(zones.len()).unwrap_or(u64::MAX)),
+    ));
+    out.push(gauge(
+        "bulwark_zone_serial",
+        "SOA serial of each loaded zone.",
+        zones
+            .iter()
+            .filter_map(|(apex, serial, _)| {
+                Some(int(vec![("zone", apex.to_string())], u64::from((*serial)?)))
+            })
+            .collect(),
+    ));
+    out.push(Family {
+        name: "bulwark_uptime_seconds",
+        help: "Seconds since the server started.",
+        kind: MetricKind::Gauge,
+        samples: vec![Sample {
+            labels: Vec::new(),
+            value: Value::Float(app.started.elapsed().as_secs_f64()),
+        }],
+    });
+    out.push(gauge(
+        "bulwark_build_info",
+        "Always 1; the version is in the label.",
+        vec![int(
+            vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+            1,
+        )],
+    ));
+    out
+}

@@ -1,0 +1,439 @@
+//! Statistics: counters kept per worker without locks and summed when read.
+//!
+//! Every recorder (one per UDP worker, one per TCP connection) owns a
+//! [`Block`] of counters that only it writes, so an increment is a relaxed
+//! load and store (no locked instruction). The registry lists the live blocks;
+//! when a recorder is dropped its counts are folded into the retired totals
+//! under the registry's mutex, so a reader summing live blocks and retired
+//! totals under that mutex never misses nor double-counts a connection.
+
+pub mod collect;
+pub mod family;
+pub mod render;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use bulwark_auth::Transport;
+use serde::Deserialize;
+
+use crate::defences::Locate;
+pub use family::{Family, MetricKind, Sample, Value};
+
+/// `[statistics]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatisticsSection {
+    pub enabled: Option<bool>,
+}
+
+/// `[statistics]`, validated.
+#[derive(Debug, Clone)]
+pub struct StatsSettings {
+    /// Off: handlers skip counting entirely (the benchmark's baseline).
+    pub enabled: bool,
+}
+
+impl StatsSettings {
+    pub fn resolve(
+        s: &StatisticsSection,
+        _loc: &dyn Locate,
+        _problems: &mut Vec<String>,
+    ) -> StatsSettings {
+        StatsSettings {
+            enabled: s.enabled.unwrap_or(true),
+        }
+    }
+}
+
+/// Why a query got no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The listener ACL said drop.
+    Acl,
+    /// Response rate limiting dropped the response.
+    RateLimited,
+    /// Not answerable: shorter than a header, or itself a response.
+    Unanswerable,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 3] = [
+        DropReason::Acl,
+        DropReason::RateLimited,
+        DropReason::Unanswerable,
+    ];
+
+    /// The `reason` label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::Acl => "acl",
+            DropReason::RateLimited => "rate_limited",
+            DropReason::Unanswerable => "unanswerable",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            DropReason::Acl => 0,
+            DropReason::RateLimited => 1,
+            DropReason::Unanswerable => 2,
+        }
+    }
+}
+
+/// What the pipeline did with one query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// The response in `out` goes out as answered (including REFUSED by ACL).
+    Answered,
+    /// Rate limiting let the response out truncated (TC) instead of dropping it.
+    Slipped,
+    Dropped(DropReason),
+}
+
+impl Fate {
+    pub fn sent(self) -> bool {
+        !matches!(self, Fate::Dropped(_))
+    }
+}
+
+/// Query types 0..=511 are counted by value; larger ones share one slot.
+pub const QTYPE_DIRECT: usize = 512;
+/// The slot of query types ≥ 512.
+pub const QTYPE_OTHER: usize = QTYPE_DIRECT;
+/// The slot of queries with no readable question (or an opcode other than QUERY).
+pub const QTYPE_NONE: usize = QTYPE_DIRECT + 1;
+const QTYPE_SLOTS: usize = QTYPE_DIRECT + 2;
+/// The opcode is 4 bits (RFC 1035 §4.1.1).
+pub const OPCODES: usize = 16;
+/// Rcodes 0..=31 by value (covers BADVERS..BADCOOKIE, RFC 6891, RFC 7873); the rest share one slot.
+pub const RCODE_DIRECT: usize = 32;
+const RCODE_SLOTS: usize = RCODE_DIRECT + 1;
+/// Response size buckets: ≤ 2^(5+i) octets, i.e. 32 … 65536 (a DNS message is < 65536).
+pub const SIZE_BUCKETS: usize = 12;
+const SIZE_FIRST_SHIFT: u32 = 5;
+/// Latency bucket upper bounds in nanoseconds: 1 µs to 10 ms, 1-2-5 steps.
+pub const LATENCY_BOUNDS_NS: [u64; 13] = [
+    1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000,
+    5_000_000, 10_000_000,
+];
+/// One in this many queries is timed, so the clock is read rarely.
+pub const LATENCY_SAMPLE_EVERY: u32 = 64;
+
+/// Where each counter lives in a block: one flat array, so folding and summing
+/// are plain loops.
+pub mod slot {
+    use super::*;
+    pub const QTYPE: usize = 0;
+    pub const OPCODE: usize = QTYPE + QTYPE_SLOTS;
+    pub const RCODE: usize = OPCODE + OPCODES;
+    pub const SIZE: usize = RCODE + RCODE_SLOTS;
+    pub const SIZE_SUM: usize = SIZE + SIZE_BUCKETS;
+    pub const TRUNCATED: usize = SIZE_SUM + 1;
+    pub const DROPPED: usize = TRUNCATED + 1;
+    pub const SLIPPED: usize = DROPPED + DropReason::ALL.len();
+    pub const MALFORMED: usize = SLIPPED + 1;
+    /// Latency buckets, the last one for slower than the largest bound.
+    pub const LATENCY: usize = MALFORMED + 1;
+    pub const LATENCY_SUM_NS: usize = LATENCY + LATENCY_BOUNDS_NS.len() + 1;
+    pub const COUNT: usize = LATENCY_SUM_NS + 1;
+}
+
+/// One writer's counters. Aligned to two cache lines (adjacent-line prefetch)
+/// so that two workers' blocks never share a line.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Block {
+    slots: [AtomicU64; slot::COUNT],
+}
+
+impl Block {
+    fn new() -> Block {
+        Block {
+            slots: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Single writer: a relaxed load and store, no read-modify-write.
+    #[inline]
+    fn add(&self, at: usize, n: u64) {
+        if let Some(c) = self.slots.get(at) {
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        }
+    }
+
+    fn add_to(&self, totals: &mut [u64]) {
+        for (t, c) in totals.iter_mut().zip(self.slots.iter()) {
+            *t = t.wrapping_add(c.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// Summed counters of one transport, read at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Totals {
+    slots: Vec<u64>,
+}
+
+impl Default for Totals {
+    fn default() -> Totals {
+        Totals {
+            slots: vec![0; slot::COUNT],
+        }
+    }
+}
+
+impl Totals {
+    fn at(&self, i: usize) -> u64 {
+        self.slots.get(i).copied().unwrap_or(0)
+    }
+    /// Queries of opcode QUERY by qtype slot (value, [`QTYPE_OTHER`], [`QTYPE_NONE`]).
+    pub fn queries_by_qtype(&self, qtype_slot: usize) -> u64 {
+        self.at(slot::QTYPE.saturating_add(qtype_slot))
+    }
+    /// Queries by opcode (QUERY included).
+    pub fn queries_by_opcode(&self, opcode: usize) -> u64 {
+        self.at(slot::OPCODE.saturating_add(opcode))
+    }
+    /// Responses by rcode slot (value, or [`RCODE_DIRECT`] for the rest).
+    pub fn responses_by_rcode(&self, rcode_slot: usize) -> u64 {
+        self.at(slot::RCODE.saturating_add(rcode_slot))
+    }
+    /// Responses whose size fell in bucket `i` (not cumulative).
+    pub fn size_bucket(&self, i: usize) -> u64 {
+        self.at(slot::SIZE.saturating_add(i))
+    }
+    pub fn size_sum(&self) -> u64 {
+        self.at(slot::SIZE_SUM)
+    }
+    pub fn truncated(&self) -> u64 {
+        self.at(slot::TRUNCATED)
+    }
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.at(slot::DROPPED.saturating_add(reason.index()))
+    }
+    pub fn slipped(&self) -> u64 {
+        self.at(slot::SLIPPED)
+    }
+    pub fn malformed(&self) -> u64 {
+        self.at(slot::MALFORMED)
+    }
+    /// Sampled queries in latency bucket `i` (not cumulative; the last is overflow).
+    pub fn latency_bucket(&self, i: usize) -> u64 {
+        self.at(slot::LATENCY.saturating_add(i))
+    }
+    pub fn latency_sum_ns(&self) -> u64 {
+        self.at(slot::LATENCY_SUM_NS)
+    }
+}
+
+/// Both transports' totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub udp: Totals,
+    pub tcp: Totals,
+}
+
+impl Snapshot {
+    pub fn transport(&self, t: Transport) -> &Totals {
+        match t {
+            Transport::Udp => &self.udp,
+            Transport::Tcp => &self.tcp,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Blocks {
+    live: Vec<(Transport, Arc<Block>)>,
+    /// Folded counts of recorders gone (ended TCP connections, stopped workers).
+    retired: Snapshot,
+}
+
+/// Every worker's counters, registered here and summed on read.
+#[derive(Debug)]
+pub struct StatsRegistry {
+    settings: StatsSettings,
+    blocks: Mutex<Blocks>,
+}
+
+impl StatsRegistry {
+    pub fn new(settings: &StatsSettings) -> Arc<StatsRegistry> {
+        Arc::new(StatsRegistry {
+            settings: settings.clone(),
+            blocks: Mutex::new(Blocks::default()),
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.settings.enabled
+    }
+
+    /// The recorder one handler writes to, with counters of its own. Called
+    /// when a UDP worker starts or a TCP connection is accepted, never per query.
+    pub fn recorder(self: &Arc<Self>, transport: Transport) -> WorkerRecorder {
+        let block = self.settings.enabled.then(|| {
+            let block = Arc::new(Block::new());
+            self.lock().live.push((transport, Arc::clone(&block)));
+            block
+        });
+        WorkerRecorder {
+            registry: Arc::clone(self),
+            block,
+            countdown: LATENCY_SAMPLE_EVERY,
+        }
+    }
+
+    /// The sum of every live block and the retired totals, per transport.
+    pub fn snapshot(&self) -> Snapshot {
+        let blocks = self.lock();
+        let mut s = blocks.retired.clone();
+        for (t, b) in &blocks.live {
+            let totals = match t {
+                Transport::Udp => &mut s.udp,
+                Transport::Tcp => &mut s.tcp,
+            };
+            b.add_to(&mut totals.slots);
+        }
+        s
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Blocks> {
+        // The counters stay consistent even if a holder panicked: take them.
+        self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves a recorder's counts into the retired totals, in one step as seen
+    /// by readers (both under the mutex).
+    fn retire(&self, block: &Arc<Block>) {
+        let mut blocks = self.lock();
+        let Some(i) = blocks.live.iter().position(|(_, b)| Arc::ptr_eq(b, block)) else {
+            return;
+        };
+        let (t, b) = blocks.live.swap_remove(i);
+        let totals = match t {
+            Transport::Udp => &mut blocks.retired.udp,
+            Transport::Tcp => &mut blocks.retired.tcp,
+        };
+        b.add_to(&mut totals.slots);
+    }
+}
+
+/// One handler's view of its counters. Never locks, never allocates.
+#[derive(Debug)]
+pub struct WorkerRecorder {
+    registry: Arc<StatsRegistry>,
+    /// `None` when statistics are off.
+    block: Option<Arc<Block>>,
+    /// Queries until the next timed one.
+    countdown: u32,
+}
+
+impl WorkerRecorder {
+    /// Called before a query is handled: a start time when this query is one
+    /// of the sampled ones for the latency histogram.
+    #[inline]
+    pub fn start(&mut self) -> Option<Instant> {
+        self.block.as_ref()?;
+        self.countdown = self.countdown.saturating_sub(1);
+        if self.countdown > 0 {
+            return None;
+        }
+        self.countdown = LATENCY_SAMPLE_EVERY;
+        Some(Instant::now())
+    }
+
+    /// Called after a query was handled; `response` is what is sent, if anything.
+    #[inline]
+    pub fn record(
+        &mut self,
+        query: &[u8],
+        response: Option<&[u8]>,
+        fate: Fate,
+        started: Option<Instant>,
+    ) {
+        let Some(block) = self.block.as_deref() else {
+            return;
+        };
+        let asked = wire::query_facts(query);
+        block.add(slot::OPCODE.saturating_add(usize::from(asked.opcode)), 1);
+        let qtype_slot = match asked.qtype {
+            _ if asked.opcode != 0 => QTYPE_NONE,
+            Some(t) => usize::from(t).min(QTYPE_OTHER),
+            None => QTYPE_NONE,
+        };
+        block.add(slot::QTYPE.saturating_add(qtype_slot), 1);
+        let mut malformed = false;
+        match (fate, response) {
+            (Fate::Dropped(reason), _) => {
+                block.add(slot::DROPPED.saturating_add(reason.index()), 1);
+                malformed = reason == DropReason::Unanswerable;
+            }
+            (_, Some(resp)) => {
+                if fate == Fate::Slipped {
+                    block.add(slot::SLIPPED, 1);
+                }
+                let told = wire::response_facts(resp);
+                let rcode = usize::from(told.rcode).min(RCODE_DIRECT);
+                block.add(slot::RCODE.saturating_add(rcode), 1);
+                malformed = told.rcode == 1; // FORMERR
+                if told.truncated {
+                    block.add(slot::TRUNCATED, 1);
+                }
+                let len = u64::try_from(resp.len()).unwrap_or(u64::MAX);
+                block.add(slot::SIZE.saturating_add(size_bucket(resp.len())), 1);
+                block.add(slot::SIZE_SUM, len);
+            }
+            (_, None) => {}
+        }
+        if malformed {
+            block.add(slot::MALFORMED, 1);
+        }
+        if let Some(t) = started {
+            let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            block.add(slot::LATENCY.saturating_add(latency_bucket(ns)), 1);
+            block.add(slot::LATENCY_SUM_NS, ns);
+        }
+    }
+}
+
+impl Drop for WorkerRecorder {
+    fn drop(&mut self) {
+        if let Some(b) = &self.block {
+            self.registry.retire(b);
+        }
+    }
+}
+
+/// The size bucket of a `len`-octet response: the smallest power of two ≥ len,
+/// from 32 up.
+fn size_bucket(len: usize) -> usize {
+    let bits = len.max(1).next_power_of_two().trailing_zeros();
+    let i = bits.saturating_sub(SIZE_FIRST_SHIFT);
+    usize::try_from(i)
+        .unwrap_or(usize::MAX)
+        .min(SIZE_BUCKETS.saturating_sub(1))
+}
+
+/// The upper bound of size bucket `i`, in octets.
+pub fn size_bound(i: usize) -> u64 {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| i.checked_add(SIZE_FIRST_SHIFT))
+        .and_then(|s| 1u64.checked_shl(s))
+        .unwrap_or(u64::MAX)
+}
+
+/// Only sampled queries get here, so a short linear search is fine.
+fn latency_bucket(ns: u64) -> usize {
+    LATENCY_BOUNDS_NS
+        .iter()
+        .position(|b| ns <= *b)
+        .unwrap_or(LATENCY_BOUNDS_NS.len())
+}
