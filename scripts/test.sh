@@ -9,9 +9,13 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# Peers: knotd and kdig (differential and interop tests), nsd, BIND's named,
-# dig and named-checkzone, ldns tools, and dnspython for ad-hoc checks.
-PACKAGES=(knot knot-dnsutils nsd bind9 bind9-utils bind9-dnsutils ldnsutils python3-dnspython)
+# Peers: knotd and kdig (differential and interop tests) with its dnstap
+# module, nsd, BIND's named, dig and named-checkzone, ldns tools, unbound,
+# the Frame Streams and dnstap readers (fstrm_capture, dnstap-ldns), dnspython,
+# the Prometheus text parser (metrics tests) and systemd-analyze (unit check).
+PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
+    ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-prometheus-client
+    systemd)
 
 CURRENT_STEP="start"
 step() {
