@@ -122,6 +122,10 @@ impl QueryHandler for ServerHandler {
         }
         fate.sent()
     }
+
+    fn end_of_batch(&mut self) {
+        self.tap.flush();
+    }
 }
 
 impl ServerHandler {

@@ -19,6 +19,7 @@
 )]
 
 pub mod capture;
+mod encode;
 pub mod format;
 pub mod frame;
 pub mod read;

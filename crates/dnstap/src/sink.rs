@@ -6,16 +6,23 @@
 //! queued messages with buffered writes; when the queue is full the message is
 //! dropped and counted, so logging never slows the server down.
 //!
+//! A `Tap` encodes each message straight into a chunk of Frame Streams data
+//! frames and queues the chunk when it is full or when the server has finished
+//! a batch of queries, so the queue and the writer work per chunk, not per
+//! message, and the writer copies chunks to the output without looking inside.
+//! The queue's bound is in frames (`queue_capacity`), so a full queue drops
+//! whole chunks and counts every frame in them.
+//!
 //! Buffers circulate: a `Tap` takes one from its queue's pool, encodes into it
 //! and pushes it on the queue; the writer writes it and hands it back to the
 //! pool. A new buffer is allocated only when the pool is empty, so in steady
 //! state logging allocates nothing, and the number of buffers per queue is
-//! bounded by twice the queue capacity plus one per producer.
+//! bounded by twice its chunk slots plus one per producer.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::mem;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,13 +31,12 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
-use prost::Message as _;
 
-use crate::frame::{write_control, write_data, ControlType, FrameReader};
-use crate::schema::{self, Dnstap};
+use crate::encode::{append_frame, Header};
+use crate::frame::{write_control, ControlType, FrameReader};
 use crate::{
     Destination, DnstapError, KindSet, MessageContext, MessageKind, SinkConfig, SinkStats,
-    Timestamp, CONTENT_TYPE,
+    CONTENT_TYPE,
 };
 
 /// The writer's output buffer: one system call per 64 KiB of frames at most.
@@ -39,9 +45,19 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// Producers never wake it (that would cost them a futex call), so this bounds
 /// the delay between a message and its write.
 const IDLE_PARK: Duration = Duration::from_millis(2);
-/// Frames taken from one queue before moving to the next, so that a busy
+/// Chunks taken from one queue before moving to the next, so that a busy
 /// worker cannot starve the others.
-const BATCH: usize = 64;
+const BATCH: usize = 8;
+/// A tap's chunk is queued once it holds this many octets of frames (about
+/// 60 typical authoritative messages), and its buffer starts this large.
+const CHUNK_FULL: usize = 8 * 1024;
+const CHUNK_CAPACITY: usize = 12 * 1024;
+/// Queue slots for chunks: one per this many frames of the frame budget,
+/// between MIN and MAX_CHUNK_SLOTS, so that a queue of one-frame chunks (a
+/// light load with a stalled receiver) holds at most that many buffers.
+const FRAMES_PER_CHUNK_SLOT: usize = 8;
+const MIN_CHUNK_SLOTS: usize = 64;
+const MAX_CHUNK_SLOTS: usize = 1024;
 /// Reconnection back-off, doubled after each failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -52,10 +68,7 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the idle writer forgets queues whose taps are all gone.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// Buffers that grew beyond this (a huge message) are freed instead of pooled.
-const MAX_POOLED_BUFFER: usize = 16 * 1024;
-/// The size of a fresh buffer: most dnstap messages of an authoritative
-/// server fit.
-const FRESH_BUFFER: usize = 512;
+const MAX_POOLED_BUFFER: usize = 64 * 1024;
 
 /// A running dnstap sink: the writer thread and the queues it empties.
 ///
@@ -69,8 +82,7 @@ pub struct Sink {
 #[derive(Debug)]
 struct Shared {
     kinds: KindSet,
-    identity: Option<Vec<u8>>,
-    version: Option<Vec<u8>>,
+    header: Header,
     queue_capacity: usize,
     queues: Mutex<Vec<Arc<TapQueue>>>,
     /// Bumped whenever `queues` changes, so the writer re-reads it only then.
@@ -90,8 +102,11 @@ struct Shared {
 /// (producers) and the writer (consumer).
 #[derive(Debug)]
 struct TapQueue {
-    queue: ArrayQueue<Vec<u8>>,
+    queue: ArrayQueue<Chunk>,
     pool: ArrayQueue<Vec<u8>>,
+    /// Frames in the queued chunks, and how many there may be.
+    pending: AtomicU64,
+    frame_capacity: u64,
     dropped: AtomicU64,
     allocated: AtomicU64,
 }
@@ -134,8 +149,7 @@ impl Sink {
         };
         let shared = Arc::new(Shared {
             kinds: config.kinds,
-            identity: config.identity,
-            version: config.version,
+            header: Header::new(config.identity.as_deref(), config.version.as_deref()),
             queue_capacity: config.queue_capacity,
             queues: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
@@ -158,9 +172,15 @@ impl Sink {
 
     /// A producer with a new queue of its own (one per worker thread).
     pub fn tap(&self) -> Tap {
+        let capacity = self.shared.queue_capacity;
+        // Chunks hold one frame or many; their number is capped apart from
+        // the frame budget so that many small chunks cannot hold much memory.
+        let chunks = (capacity / FRAMES_PER_CHUNK_SLOT).clamp(MIN_CHUNK_SLOTS, MAX_CHUNK_SLOTS);
         let queue = Arc::new(TapQueue {
-            queue: ArrayQueue::new(self.shared.queue_capacity),
-            pool: ArrayQueue::new(self.shared.queue_capacity),
+            queue: ArrayQueue::new(chunks),
+            pool: ArrayQueue::new(chunks),
+            pending: AtomicU64::new(0),
+            frame_capacity: u64::try_from(capacity).unwrap_or(u64::MAX),
             dropped: AtomicU64::new(0),
             allocated: AtomicU64::new(0),
         });
@@ -180,9 +200,13 @@ impl Sink {
                 .iter()
                 .fold(self.shared.dropped.load(Ordering::Relaxed), |sum, queue| {
                     // After stop, what is left in a queue will never be written.
-                    let stranded = if finished { queue.queue.len() } else { 0 };
+                    let stranded = if finished {
+                        queue.pending.load(Ordering::Relaxed)
+                    } else {
+                        0
+                    };
                     sum.saturating_add(queue.dropped.load(Ordering::Relaxed))
-                        .saturating_add(u64::try_from(stranded).unwrap_or(u64::MAX))
+                        .saturating_add(stranded)
                 })
         };
         SinkStats {
@@ -225,75 +249,51 @@ impl Drop for Sink {
     }
 }
 
-/// Spare storage for the optional byte fields of the reusable message, so
-/// that unsetting a field keeps its capacity for the next message.
-#[derive(Debug, Default)]
-struct Spares {
-    query_message: Vec<u8>,
-    response_message: Vec<u8>,
-    query_zone: Vec<u8>,
+/// A chunk of complete data frames, as a tap hands it to the writer.
+#[derive(Debug)]
+struct Chunk {
+    bytes: Vec<u8>,
+    frames: u64,
 }
 
 /// A producer on one queue. Logging never blocks, never makes a system call,
 /// and in steady state never allocates. `Send`, not `Sync`: one per thread or
 /// per connection task; see [`Tap::sibling`].
+///
+/// Messages are encoded straight into a chunk of frames; the chunk goes on
+/// the queue when it is full, on [`Tap::flush`] (the server calls it after
+/// each batch of queries it answered) and when the tap is dropped.
 #[derive(Debug)]
 pub struct Tap {
     queue: Arc<TapQueue>,
     kinds: KindSet,
-    /// The message, reused: its byte fields are cleared and refilled, never
-    /// dropped.
-    record: Dnstap,
-    spares: Spares,
-    /// A buffer kept back after a full queue refused it.
-    buffer: Vec<u8>,
+    header: Header,
+    chunk: Vec<u8>,
+    /// Frames in `chunk`.
+    frames: u64,
 }
 
 impl Tap {
     fn new(queue: Arc<TapQueue>, shared: &Shared) -> Tap {
-        Tap::with_template(
-            queue,
-            shared.kinds,
-            shared.identity.clone(),
-            shared.version.clone(),
-        )
-    }
-
-    fn with_template(
-        queue: Arc<TapQueue>,
-        kinds: KindSet,
-        identity: Option<Vec<u8>>,
-        version: Option<Vec<u8>>,
-    ) -> Tap {
-        let record = Dnstap {
-            identity,
-            version,
-            extra: None,
-            r#type: schema::dnstap::Type::Message as i32,
-            message: Some(schema::Message {
-                query_address: Some(Vec::with_capacity(16)),
-                response_address: Some(Vec::with_capacity(16)),
-                ..schema::Message::default()
-            }),
-        };
         Tap {
             queue,
-            kinds,
-            record,
-            spares: Spares::default(),
-            buffer: Vec::new(),
+            kinds: shared.kinds,
+            header: shared.header.clone(),
+            chunk: Vec::new(),
+            frames: 0,
         }
     }
 
     /// Another producer on the same queue, e.g. for the connection tasks of
     /// one worker.
     pub fn sibling(&self) -> Tap {
-        Tap::with_template(
-            Arc::clone(&self.queue),
-            self.kinds,
-            self.record.identity.clone(),
-            self.record.version.clone(),
-        )
+        Tap {
+            queue: Arc::clone(&self.queue),
+            kinds: self.kinds,
+            header: self.header.clone(),
+            chunk: Vec::new(),
+            frames: 0,
+        }
     }
 
     /// Whether messages of this kind are logged; check it before building a
@@ -303,148 +303,71 @@ impl Tap {
         self.kinds.contains(kind)
     }
 
-    /// How many buffers this tap's queue has allocated so far: it stops
+    /// How many chunk buffers this tap's queue has allocated so far: it stops
     /// growing once the pool holds enough (a test hook for "steady state
     /// allocates nothing").
     pub fn buffers_allocated(&self) -> u64 {
         self.queue.allocated.load(Ordering::Relaxed)
     }
 
-    /// Copies one wire-format DNS message with its context to the sink: a
-    /// query goes in `query_message`, a response in `response_message`.
-    /// If the queue is full the message is dropped and counted.
+    /// Encodes one wire-format DNS message with its context into the current
+    /// chunk: a query goes in `query_message`, a response in
+    /// `response_message`. The chunk is queued once it is full; call
+    /// [`Tap::flush`] when a batch of work is done.
     pub fn log(&mut self, kind: MessageKind, ctx: &MessageContext<'_>, wire: &[u8]) {
         if !self.kinds.contains(kind) {
             return;
         }
-        self.fill(kind, ctx, wire);
-        let mut buffer = mem::take(&mut self.buffer);
-        if buffer.capacity() == 0 {
-            buffer = match self.queue.pool.pop() {
+        if self.chunk.capacity() == 0 {
+            self.chunk = match self.queue.pool.pop() {
                 Some(pooled) => pooled,
                 None => {
                     self.queue.allocated.fetch_add(1, Ordering::Relaxed);
-                    Vec::with_capacity(self.record.encoded_len().max(FRESH_BUFFER))
+                    Vec::with_capacity(CHUNK_CAPACITY)
                 }
             };
         }
-        buffer.clear();
-        if self.record.encode(&mut buffer).is_err() {
-            // Only on capacity overflow, which a Vec cannot report; count it
-            // as a drop all the same.
+        if append_frame(&mut self.chunk, &self.header, kind, ctx, wire) {
+            self.frames = self.frames.saturating_add(1);
+        } else {
             self.queue.dropped.fetch_add(1, Ordering::Relaxed);
-            self.buffer = buffer;
+        }
+        if self.chunk.len() >= CHUNK_FULL {
+            self.flush();
+        }
+    }
+
+    /// Queues the frames logged since the last flush. If the queue has no
+    /// room for them, they are dropped and counted; this never waits.
+    pub fn flush(&mut self) {
+        if self.frames == 0 {
             return;
         }
-        if let Err(refused) = self.queue.queue.push(buffer) {
-            self.queue.dropped.fetch_add(1, Ordering::Relaxed);
-            self.buffer = refused;
-        }
-    }
-
-    /// Fills the reusable message in place.
-    fn fill(&mut self, kind: MessageKind, ctx: &MessageContext<'_>, wire: &[u8]) {
-        let Some(message) = self.record.message.as_mut() else {
+        let frames = mem::take(&mut self.frames);
+        let queue = &self.queue;
+        let before = queue.pending.fetch_add(frames, Ordering::AcqRel);
+        if before.saturating_add(frames) > queue.frame_capacity {
+            queue.pending.fetch_sub(frames, Ordering::AcqRel);
+            queue.dropped.fetch_add(frames, Ordering::Relaxed);
+            self.chunk.clear();
             return;
-        };
-        message.r#type = i32::from(kind.code());
-        message.socket_protocol = Some(ctx.protocol.code());
-        let (family, client, server) = family_and_addresses(ctx.client.ip(), ctx.server.ip());
-        message.socket_family = Some(family as i32);
-        set_address(&mut message.query_address, client);
-        set_address(&mut message.response_address, server);
-        message.query_port = Some(u32::from(ctx.client.port()));
-        message.response_port = Some(u32::from(ctx.server.port()));
-        set_time(
-            &mut message.query_time_sec,
-            &mut message.query_time_nsec,
-            ctx.query_time,
-        );
-        let response_time = if kind.query() {
-            None
-        } else {
-            ctx.response_time
-        };
-        set_time(
-            &mut message.response_time_sec,
-            &mut message.response_time_nsec,
-            response_time,
-        );
-        let (query_message, response_message) = if kind.query() {
-            (Some(wire), None)
-        } else {
-            (None, Some(wire))
-        };
-        set_bytes(
-            &mut message.query_message,
-            &mut self.spares.query_message,
-            query_message,
-        );
-        set_bytes(
-            &mut message.response_message,
-            &mut self.spares.response_message,
-            response_message,
-        );
-        set_bytes(
-            &mut message.query_zone,
-            &mut self.spares.query_zone,
-            ctx.query_zone,
-        );
-    }
-}
-
-/// The address family and the two addresses as dnstap wants them: IPv4 as 4
-/// octets (INET), IPv6 as 16 (INET6). IPv4-mapped IPv6 addresses (a dual-stack
-/// socket's view of an IPv4 peer) are reported as the IPv4 they stand for;
-/// if the two sides still differ in family, both are given as IPv6.
-fn family_and_addresses(client: IpAddr, server: IpAddr) -> (schema::SocketFamily, IpAddr, IpAddr) {
-    match (client.to_canonical(), server.to_canonical()) {
-        (client @ IpAddr::V4(_), server @ IpAddr::V4(_)) => {
-            (schema::SocketFamily::Inet, client, server)
         }
-        (client, server) => (
-            schema::SocketFamily::Inet6,
-            IpAddr::V6(as_v6(client)),
-            IpAddr::V6(as_v6(server)),
-        ),
-    }
-}
-
-fn as_v6(ip: IpAddr) -> Ipv6Addr {
-    match ip {
-        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-        IpAddr::V6(v6) => v6,
-    }
-}
-
-fn set_address(field: &mut Option<Vec<u8>>, ip: IpAddr) {
-    let bytes = field.get_or_insert_with(Vec::new);
-    bytes.clear();
-    match ip {
-        IpAddr::V4(v4) => bytes.extend_from_slice(&v4.octets()),
-        IpAddr::V6(v6) => bytes.extend_from_slice(&v6.octets()),
-    }
-}
-
-fn set_time(secs: &mut Option<u64>, nanos: &mut Option<u32>, time: Option<Timestamp>) {
-    *secs = time.map(|t| t.secs);
-    *nanos = time.map(|t| t.nanos);
-}
-
-/// Sets or unsets an optional bytes field without giving up its capacity:
-/// an unset field's Vec waits in `spare` until the field is set again.
-fn set_bytes(field: &mut Option<Vec<u8>>, spare: &mut Vec<u8>, value: Option<&[u8]>) {
-    match value {
-        Some(value) => {
-            let bytes = field.get_or_insert_with(|| mem::take(spare));
-            bytes.clear();
-            bytes.extend_from_slice(value);
+        let chunk = Chunk {
+            bytes: mem::take(&mut self.chunk),
+            frames,
+        };
+        if let Err(refused) = queue.queue.push(chunk) {
+            queue.pending.fetch_sub(frames, Ordering::AcqRel);
+            queue.dropped.fetch_add(frames, Ordering::Relaxed);
+            self.chunk = refused.bytes;
+            self.chunk.clear();
         }
-        None => {
-            if let Some(old) = field.take() {
-                *spare = old;
-            }
-        }
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -500,16 +423,17 @@ impl Writer {
     fn drain_for_stop(&mut self) {
         for queue in &self.queues {
             for _ in 0..queue.queue.len() {
-                let Some(buffer) = queue.queue.pop() else {
+                let Some(chunk) = queue.queue.pop() else {
                     break;
                 };
-                self.output.write(&buffer, &self.shared);
+                queue.pending.fetch_sub(chunk.frames, Ordering::AcqRel);
+                self.output.write(&chunk, &self.shared);
             }
         }
         self.output.flush();
     }
 
-    /// One round-robin pass over the queues, at most BATCH frames from each.
+    /// One round-robin pass over the queues, at most BATCH chunks from each.
     fn drain_round(&mut self) -> usize {
         let count = self.queues.len();
         if count == 0 {
@@ -526,11 +450,13 @@ impl Writer {
                 continue;
             };
             for _ in 0..BATCH {
-                let Some(mut buffer) = queue.queue.pop() else {
+                let Some(chunk) = queue.queue.pop() else {
                     break;
                 };
-                self.output.write(&buffer, &self.shared);
+                queue.pending.fetch_sub(chunk.frames, Ordering::AcqRel);
+                self.output.write(&chunk, &self.shared);
                 moved = moved.saturating_add(1);
+                let mut buffer = chunk.bytes;
                 if buffer.capacity() <= MAX_POOLED_BUFFER {
                     buffer.clear();
                     // A full pool means enough buffers are in circulation.
@@ -584,10 +510,10 @@ enum Output {
 }
 
 impl Output {
-    fn write(&mut self, payload: &[u8], shared: &Shared) {
+    fn write(&mut self, chunk: &Chunk, shared: &Shared) {
         match self {
-            Output::File(file) => file.write(payload, shared),
-            Output::Socket(socket) => socket.write(payload, shared),
+            Output::File(file) => file.write(chunk, shared),
+            Output::Socket(socket) => socket.write(chunk, shared),
         }
     }
 
@@ -640,29 +566,28 @@ impl FileOutput {
         })
     }
 
-    fn write(&mut self, payload: &[u8], shared: &Shared) {
+    /// Writes a chunk whole; a file may grow past `max_bytes` by one chunk.
+    fn write(&mut self, chunk: &Chunk, shared: &Shared) {
         if self.file.is_none() {
             self.reopen_if_due();
         }
         let Some(file) = self.file.as_mut() else {
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            shared.dropped.fetch_add(chunk.frames, Ordering::Relaxed);
             return;
         };
-        match write_data(file, payload) {
+        match file.write_all(&chunk.bytes) {
             Ok(()) => {
-                shared.sent.fetch_add(1, Ordering::Relaxed);
-                let frame_len = u64::try_from(payload.len())
-                    .unwrap_or(u64::MAX)
-                    .saturating_add(4);
-                self.written = self.written.saturating_add(frame_len);
+                shared.sent.fetch_add(chunk.frames, Ordering::Relaxed);
+                let len = u64::try_from(chunk.bytes.len()).unwrap_or(u64::MAX);
+                self.written = self.written.saturating_add(len);
                 if self.max_bytes.is_some_and(|max| self.written >= max) {
                     self.rotate();
                 }
             }
             Err(_) => {
-                // A disk error: the frame may be half written, so the file
+                // A disk error: a frame may be half written, so the file
                 // can no longer be read past it. Start over at the next try.
-                shared.dropped.fetch_add(1, Ordering::Relaxed);
+                shared.dropped.fetch_add(chunk.frames, Ordering::Relaxed);
                 self.file = None;
                 self.retry_at = Some(after(RETRY_OPEN));
             }
@@ -836,17 +761,17 @@ impl SocketOutput {
         Ok(connection)
     }
 
-    fn write(&mut self, payload: &[u8], shared: &Shared) {
+    fn write(&mut self, chunk: &Chunk, shared: &Shared) {
         let Some(connection) = self.connection.as_mut() else {
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            shared.dropped.fetch_add(chunk.frames, Ordering::Relaxed);
             return;
         };
-        match write_data(connection, payload) {
+        match connection.write_all(&chunk.bytes) {
             Ok(()) => {
-                shared.sent.fetch_add(1, Ordering::Relaxed);
+                shared.sent.fetch_add(chunk.frames, Ordering::Relaxed);
             }
             Err(_) => {
-                shared.dropped.fetch_add(1, Ordering::Relaxed);
+                shared.dropped.fetch_add(chunk.frames, Ordering::Relaxed);
                 self.lost();
             }
         }

@@ -81,6 +81,7 @@ fn write_every_kind(path: &Path) {
             response_wire()
         };
         tap.log(kind, ctx, &wire);
+        tap.flush();
     }
     sink.stop();
 }

@@ -98,11 +98,13 @@ fn write_pair(path: &Path) {
     let response = response_wire();
     let ctx = v4_context();
     tap.log(MessageKind::AuthQuery, &ctx, &query);
+    tap.flush();
     let ctx = MessageContext {
         response_time: Some(RESPONSE_TIME),
         ..ctx
     };
     tap.log(MessageKind::AuthResponse, &ctx, &response);
+    tap.flush();
     sink.stop();
     assert_eq!(sink.stats().sent, 2);
     assert_eq!(sink.stats().dropped, 0);
@@ -172,6 +174,7 @@ fn ipv4_mapped_addresses_are_reported_as_inet_and_ipv6_as_inet6() {
         ..v4_context()
     };
     tap.log(MessageKind::AuthQuery, &mapped, &query_wire());
+    tap.flush();
     let v6 = MessageContext {
         client: SocketAddr::from((Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1), 1234)),
         server: SocketAddr::from((Ipv6Addr::LOCALHOST, 53)),
@@ -179,6 +182,7 @@ fn ipv4_mapped_addresses_are_reported_as_inet_and_ipv6_as_inet6() {
         ..v4_context()
     };
     tap.log(MessageKind::AuthQuery, &v6, &query_wire());
+    tap.flush();
     sink.stop();
     let messages = read_all(&path);
     let m = messages[0].message.as_ref().unwrap();
@@ -212,7 +216,9 @@ fn kinds_outside_the_set_are_not_logged() {
     assert!(!tap.wants(MessageKind::AuthQuery));
     assert!(tap.wants(MessageKind::AuthResponse));
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
     tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
     sink.stop();
     let messages = read_all(&path);
     assert_eq!(messages.len(), 1);
@@ -239,6 +245,7 @@ fn siblings_share_one_queue_and_the_writer_drains_every_tap() {
             std::thread::spawn(move || {
                 for _ in 0..500 {
                     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+                    tap.flush();
                 }
             })
         })
@@ -300,10 +307,12 @@ fn rotate_closes_the_file_as_path_1_and_starts_a_new_one() {
     let sink = Sink::start(file_config(&path)).unwrap();
     let mut tap = sink.tap();
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
     wait_until("the first message written", || sink.stats().sent == 1);
     sink.rotate();
     wait_until("the rotated file", || old.exists());
     tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
     sink.stop();
     let before = read_all(&old);
     assert_eq!(before.len(), 1);
@@ -333,9 +342,12 @@ fn max_bytes_rotates_by_itself() {
     let mut tap = sink.tap();
     // Each frame is about 100 bytes: the second one crosses the limit.
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
     wait_until("the rotated file", || old.exists());
     tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
     sink.stop();
     assert_eq!(read_all(&old).len(), 2);
     assert_eq!(read_all(&path).len(), 1);
@@ -371,6 +383,7 @@ fn steady_state_logging_reuses_its_buffers() {
             &v4_context(),
             if kind.query() { &query } else { &response },
         );
+        tap.flush();
         wait_until("the writer", || sink.stats().sent == n);
     }
     // One buffer in flight and at most one more while the writer returns the
@@ -399,10 +412,12 @@ fn stop_is_idempotent_and_later_logs_are_dropped() {
     .unwrap();
     let mut tap = sink.tap();
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
     sink.stop();
     sink.stop();
     for _ in 0..5 {
         tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+        tap.flush();
     }
     let stats = sink.stats();
     assert_eq!(stats.sent, 1);
@@ -425,6 +440,7 @@ fn stop_returns_while_taps_keep_logging() {
             let mut logged = 0u64;
             while !done.load(Ordering::Relaxed) {
                 tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+                tap.flush();
                 logged += 1;
             }
             logged
@@ -441,4 +457,74 @@ fn stop_returns_while_taps_keep_logging() {
         "every message is sent or counted as dropped"
     );
     assert_eq!(read_all(&path).len() as u64, stats.sent);
+}
+
+#[test]
+fn a_tap_queues_its_chunk_when_full_on_flush_and_on_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chunks.fstrm");
+    let sink = Sink::start(config(
+        Destination::File {
+            path: path.clone(),
+            max_bytes: None,
+        },
+        KindSet::auth(),
+        4096,
+    ))
+    .unwrap();
+    let mut tap = sink.tap();
+    // Far more than one chunk's worth: full chunks go out without a flush.
+    for _ in 0..300 {
+        tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    }
+    wait_until("a full chunk written", || sink.stats().sent > 0);
+    let sent_before_flush = sink.stats().sent;
+    assert!(sent_before_flush < 300, "the last chunk waits for a flush");
+    tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
+    wait_until("the flushed chunk", || sink.stats().sent == 301);
+    // Dropping a tap queues what it holds.
+    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    drop(tap);
+    sink.stop();
+    assert_eq!(sink.stats().sent, 302);
+    assert_eq!(sink.stats().dropped, 0);
+    let messages = read_all(&path);
+    assert_eq!(messages.len(), 302);
+    let kinds: Vec<i32> = messages
+        .iter()
+        .map(|m| m.message.as_ref().unwrap().r#type)
+        .collect();
+    assert_eq!(kinds[299], 1);
+    assert_eq!(kinds[300], 2, "frames stay in the order they were logged");
+    assert_eq!(kinds[301], 1);
+}
+
+#[test]
+fn a_chunk_that_does_not_fit_the_queue_is_dropped_and_every_frame_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("budget.fstrm");
+    let sink = Sink::start(config(
+        Destination::File {
+            path: path.clone(),
+            max_bytes: None,
+        },
+        KindSet::auth(),
+        4,
+    ))
+    .unwrap();
+    let mut tap = sink.tap();
+    for _ in 0..10 {
+        tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    }
+    tap.flush();
+    assert_eq!(sink.stats().dropped, 10, "10 frames over a budget of 4");
+    for _ in 0..3 {
+        tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    }
+    tap.flush();
+    sink.stop();
+    let stats = sink.stats();
+    assert_eq!((stats.sent, stats.dropped), (3, 10));
+    assert_eq!(read_all(&path).len(), 3);
 }

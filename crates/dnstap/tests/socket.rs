@@ -95,6 +95,7 @@ fn log_until_sent(sink: &Sink, tap: &mut bulwark_dnstap::Tap, first_id: u16, cou
             sink.stats()
         );
         tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
+        tap.flush();
         id += 1;
         // Let the writer catch up so we do not flood the queue.
         thread::sleep(Duration::from_millis(3));
@@ -191,6 +192,7 @@ fn a_restarted_receiver_is_reconnected_and_counted() {
             sink.stats()
         );
         tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
+        tap.flush();
         id += 1;
         thread::sleep(Duration::from_millis(3));
     }
@@ -232,6 +234,7 @@ fn a_stalled_receiver_makes_the_taps_drop_not_wait() {
     // then the queue fill, and everything after is dropped and counted.
     wait_until("drops", || {
         tap.log(MessageKind::AuthQuery, &context(), &big);
+        tap.flush();
         logged += 1;
         sink.stats().dropped >= 1000
     });
@@ -249,6 +252,7 @@ fn nobody_listening_drops_and_stop_still_returns() {
     let mut tap = sink.tap();
     wait_until("drops", || {
         tap.log(MessageKind::AuthQuery, &context(), &query_wire(1));
+        tap.flush();
         sink.stats().dropped >= 20
     });
     sink.stop();
@@ -342,6 +346,7 @@ fn capture_accept_receives_from_fstrm_replay() {
     let mut tap = sink.tap();
     for id in 1..=7 {
         tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
+        tap.flush();
     }
     sink.stop();
     assert_eq!(sink.stats().sent, 7);

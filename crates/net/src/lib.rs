@@ -43,6 +43,11 @@ pub trait QueryHandler {
         local: SocketAddr,
         out: &mut Vec<u8>,
     ) -> bool;
+
+    /// Called after each batch of queries has been answered and sent (a
+    /// `recvmmsg` batch on UDP, the messages of one read on TCP), so a handler
+    /// can hand work it batched (log entries) to whoever waits for it.
+    fn end_of_batch(&mut self) {}
 }
 
 impl<F> QueryHandler for F

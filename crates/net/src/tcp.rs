@@ -450,6 +450,7 @@ async fn serve_connection<H: QueryHandler>(
                 }
             }
         }
+        handler.end_of_batch();
         if let Err(end) = write_responses(stream, &mut responses, config.idle_timeout).await {
             return end;
         }

@@ -345,6 +345,7 @@ impl<H: QueryHandler> Worker<H> {
         } else {
             send.send(fd, recv, outs, which)
         };
+        self.handler.end_of_batch();
         let n64 = u64::try_from(n).unwrap_or(0);
         let answered = u64::try_from(which.len()).unwrap_or(0);
         let c = &self.counters;
