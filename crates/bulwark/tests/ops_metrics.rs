@@ -316,3 +316,67 @@ fn listening_tcp_ports(pid: u32) -> Vec<u16> {
     ports.dedup();
     ports
 }
+
+/// Every metric the Grafana dashboard in docs/ queries is one the server
+/// exposes (with rate limiting and dnstap on, so that their families exist).
+#[test]
+fn the_grafana_dashboard_queries_only_metrics_that_exist() {
+    // The tap file goes next to the configuration (a relative path).
+    let (_server, metrics, _dir) =
+        start("[rrl]\nresponses_per_second = 100\n\n[dnstap]\ndestination = \"file:tap.fstrm\"\n");
+    let exposed = parse_with_prometheus_client(&scrape(metrics));
+    let samples: std::collections::BTreeSet<String> = exposed
+        .values()
+        .flat_map(|f| f["samples"].as_array().unwrap().iter())
+        .map(|s| s[0].as_str().unwrap().to_string())
+        .collect();
+    let dashboard_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/grafana/bulwark-dashboard.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(&dashboard_path).unwrap()).unwrap();
+    let mut exprs = Vec::new();
+    collect_exprs(&dashboard, &mut exprs);
+    assert!(exprs.len() >= 20, "{exprs:?}");
+    let mut used = std::collections::BTreeSet::new();
+    for expr in &exprs {
+        let mut rest = expr.as_str();
+        while let Some(at) = rest.find("bulwark_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            used.insert(name);
+        }
+    }
+    for name in &used {
+        assert!(
+            samples.contains(name),
+            "the dashboard queries {name}, which the server does not expose"
+        );
+    }
+    for core in [
+        "bulwark_queries_total",
+        "bulwark_responses_total",
+        "bulwark_query_duration_seconds_bucket",
+        "bulwark_truncated_total",
+        "bulwark_dropped_total",
+    ] {
+        assert!(used.contains(core), "the dashboard shows {core}");
+    }
+}
+
+fn collect_exprs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("expr" | "query", Value::String(s)) => out.push(s.clone()),
+                    _ => collect_exprs(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
+}
