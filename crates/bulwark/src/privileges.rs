@@ -6,6 +6,8 @@
 //! is a configuration error with its `FILE:LINE:COL`, not a failure after the
 //! sockets are already open.
 
+use std::path::Path;
+
 use nix::unistd::{Gid, Group, Uid, User};
 use toml::Spanned;
 
@@ -110,7 +112,11 @@ fn step(current: Uid, target: Uid) -> Step {
 /// or names the user already running. Started as someone else, it is an error:
 /// only root can switch users, and carrying on under the wrong identity would
 /// hide a broken deployment.
-pub fn drop_privileges(run_as: Option<&RunAs>) -> anyhow::Result<()> {
+///
+/// `hand_over` are files the server created as root and must keep using as
+/// the user (the control socket: `bulwark ctl` run as that user, or its group,
+/// must be able to connect); they are given to the user and group first.
+pub fn drop_privileges(run_as: Option<&RunAs>, hand_over: &[&Path]) -> anyhow::Result<()> {
     let Some(run_as) = run_as else {
         if Uid::effective().is_root() {
             tracing::warn!(
@@ -136,6 +142,15 @@ pub fn drop_privileges(run_as: Option<&RunAs>) -> anyhow::Result<()> {
             run_as.user
         ),
         Step::Switch => {}
+    }
+    for path in hand_over {
+        std::os::unix::fs::chown(path, Some(run_as.uid), Some(run_as.gid)).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot give {} to user `{}`: {e}",
+                path.display(),
+                run_as.user
+            )
+        })?;
     }
     // Supplementary groups first, then the group, then the user: once the user
     // is no longer root it may not change its groups any more.
@@ -226,7 +241,7 @@ mod tests {
 
     #[test]
     fn nothing_configured_is_a_no_op() {
-        assert!(drop_privileges(None).is_ok());
+        assert!(drop_privileges(None, &[]).is_ok());
     }
 
     #[test]

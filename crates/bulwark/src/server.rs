@@ -291,7 +291,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     // Everything privileged (sockets on port 53, the control socket, log files)
     // is open: from here on the server runs as the configured user.
-    crate::privileges::drop_privileges(settings.run_as.as_ref())?;
+    let control_path: Vec<&std::path::Path> = settings
+        .control_socket
+        .iter()
+        .map(|p| p.as_path())
+        .collect();
+    crate::privileges::drop_privileges(settings.run_as.as_ref(), &control_path)?;
 
     let answer_config = Arc::new(AnswerConfig {
         max_udp_payload: settings.max_udp_payload,

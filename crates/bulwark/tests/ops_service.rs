@@ -102,7 +102,10 @@ fn started_as_root_it_runs_as_the_configured_user_and_still_answers() {
         return;
     }
     let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
-    let (server, _dir) = serve_with("[server]\nuser = \"nobody\"\n", &[]);
+    let (server, dir) = serve_with(
+        "[server]\nuser = \"nobody\"\n\n[control]\nsocket = \"control.sock\"\n",
+        &[],
+    );
     let pid = server.process.pid();
 
     // Real, effective, saved and filesystem ids alike: there is no way back.
@@ -125,6 +128,12 @@ fn started_as_root_it_runs_as_the_configured_user_and_still_answers() {
         assert_eq!(a.rcode_name(), "NOERROR", "{transport:?}: {a}");
         assert!(a.aa && !a.answer.is_empty(), "{transport:?}: {a}");
     }
+    // The control socket, made as root, now belongs to the user, so `bulwark
+    // ctl` run as that user (or its group, with mode 0660) can connect.
+    use std::os::unix::fs::MetadataExt;
+    let socket = std::fs::metadata(dir.path().join("control.sock")).unwrap();
+    assert_eq!((socket.uid(), socket.gid()), (uid, gid));
+
     let log = stop(server);
     assert!(log.contains("dropped root privileges"), "{log}");
 }
