@@ -244,7 +244,6 @@ impl Zones {
     }
 
     /// Origin, serial and size of each served zone, sorted by origin.
-    #[allow(dead_code)] // for statistics collection (zone serial gauges)
     pub fn summaries(&self) -> Vec<(Name, Option<u32>, usize)> {
         let set = self.current();
         let mut v: Vec<_> = set
