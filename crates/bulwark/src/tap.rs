@@ -380,24 +380,20 @@ pub struct QueryTap {
 struct TapOn {
     tap: Tap,
     protocol: Protocol,
-    /// Decided once here rather than asked per query.
-    query: bool,
-    response: bool,
 }
 
 impl QueryTap {
     pub fn new(source: Option<&Arc<TapSource>>, transport: Transport) -> QueryTap {
+        // Off altogether (no clock read per query) unless one of the two
+        // kinds this role produces is wanted.
         let on = source.and_then(|s| s.tap_for(transport)).and_then(|tap| {
-            let query = tap.wants(MessageKind::AuthQuery);
-            let response = tap.wants(MessageKind::AuthResponse);
-            (query || response).then_some(TapOn {
+            let wanted = tap.wants(MessageKind::AuthQuery) || tap.wants(MessageKind::AuthResponse);
+            wanted.then_some(TapOn {
                 tap,
                 protocol: match transport {
                     Transport::Udp => Protocol::Udp,
                     Transport::Tcp => Protocol::Tcp,
                 },
-                query,
-                response,
             })
         });
         QueryTap { on }
@@ -439,12 +435,12 @@ impl TapOn {
             response_time: response.map(|_| now),
             query_zone: None,
         };
-        if self.query {
-            self.tap.log(MessageKind::AuthQuery, &ctx, query);
-        }
-        if let (true, Some(r)) = (self.response, response) {
-            self.tap.log(MessageKind::AuthResponse, &ctx, r);
-        }
+        // The kinds the sink does not want are skipped inside.
+        self.tap.log_exchange(
+            &ctx,
+            (MessageKind::AuthQuery, query),
+            response.map(|r| (MessageKind::AuthResponse, r)),
+        );
     }
 }
 

@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use prost::encoding::{encoded_len_varint, key_len, WireType};
 
 use crate::schema;
-use crate::{MessageContext, MessageKind, Timestamp};
+use crate::{MessageContext, MessageKind};
 
 // Field numbers of `Dnstap` and `Message` in dnstap.proto.
 const DNSTAP_IDENTITY: u32 = 1;
@@ -100,46 +100,11 @@ fn fixed32_field_len(tag: u32) -> usize {
     key_len(tag).saturating_add(4)
 }
 
-/// Appends to a Vec with few capacity checks: small fields gather in an
-/// array on the stack and go to the Vec in one copy, before each large field
-/// (a DNS message) and at the end. A message's dozen small fields would
-/// otherwise cost a dozen bounds-checked pushes each.
-struct FrameWriter<'a> {
-    out: &'a mut Vec<u8>,
-    /// Large enough for every small field before the DNS message (at most
-    /// 70 octets with IPv6 addresses), so the common case never spills.
-    small: [u8; 96],
-    len: usize,
-}
-
-impl<'a> FrameWriter<'a> {
-    fn new(out: &'a mut Vec<u8>) -> FrameWriter<'a> {
-        FrameWriter {
-            out,
-            small: [0; 96],
-            len: 0,
-        }
-    }
-
-    fn flush(&mut self) {
-        self.out
-            .extend_from_slice(self.small.get(..self.len).unwrap_or(&[]));
-        self.len = 0;
-    }
-
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        match self.small.get_mut(self.len) {
-            Some(slot) => {
-                *slot = b;
-                self.len = self.len.wrapping_add(1);
-            }
-            None => {
-                self.flush();
-                self.out.push(b);
-            }
-        }
-    }
+/// Where small fields are written: the protobuf primitives on top of two
+/// ways to store an octet.
+trait Emit {
+    fn byte(&mut self, b: u8);
+    fn slice(&mut self, bytes: &[u8]);
 
     #[inline(always)]
     fn varint(&mut self, mut value: u64) {
@@ -162,18 +127,6 @@ impl<'a> FrameWriter<'a> {
     }
 
     #[inline(always)]
-    fn slice(&mut self, bytes: &[u8]) {
-        let end = self.len.saturating_add(bytes.len());
-        if let Some(space) = self.small.get_mut(self.len..end) {
-            space.copy_from_slice(bytes);
-            self.len = end;
-        } else {
-            self.flush();
-            self.out.extend_from_slice(bytes);
-        }
-    }
-
-    #[inline(always)]
     fn varint_field(&mut self, tag: u32, value: u64) {
         self.key(tag, WireType::Varint);
         self.varint(value);
@@ -193,105 +146,140 @@ impl<'a> FrameWriter<'a> {
     }
 }
 
+/// Octets on the stack, for runs of small fields.
+#[derive(Debug, Clone, Copy)]
+struct Small {
+    buf: [u8; 96],
+    len: usize,
+    /// Set when something did not fit; the content is then incomplete.
+    overflowed: bool,
+}
+
+impl Small {
+    const fn new() -> Small {
+        Small {
+            buf: [0; 96],
+            len: 0,
+            overflowed: false,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+
+    #[inline(always)]
+    fn try_byte(&mut self, b: u8) -> bool {
+        match self.buf.get_mut(self.len) {
+            Some(slot) => {
+                *slot = b;
+                self.len = self.len.wrapping_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    fn try_slice(&mut self, bytes: &[u8]) -> bool {
+        let end = self.len.saturating_add(bytes.len());
+        match self.buf.get_mut(self.len..end) {
+            Some(space) => {
+                space.copy_from_slice(bytes);
+                self.len = end;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Emit for Small {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        if !self.try_byte(b) {
+            self.overflowed = true;
+        }
+    }
+
+    #[inline(always)]
+    fn slice(&mut self, bytes: &[u8]) {
+        if !self.try_slice(bytes) {
+            self.overflowed = true;
+        }
+    }
+}
+
+/// Appends to a Vec with few capacity checks: small fields gather on the
+/// stack and go to the Vec in one copy, before each large field (a DNS
+/// message) and at the end. A message's dozen small fields would otherwise
+/// cost a dozen bounds-checked pushes each.
+struct FrameWriter<'a> {
+    out: &'a mut Vec<u8>,
+    small: Small,
+}
+
+impl<'a> FrameWriter<'a> {
+    fn new(out: &'a mut Vec<u8>) -> FrameWriter<'a> {
+        FrameWriter {
+            out,
+            small: Small::new(),
+        }
+    }
+
+    fn flush(&mut self) {
+        self.out.extend_from_slice(self.small.bytes());
+        self.small.len = 0;
+    }
+}
+
+impl Emit for FrameWriter<'_> {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        if !self.small.try_byte(b) {
+            self.flush();
+            self.out.push(b);
+        }
+    }
+
+    #[inline(always)]
+    fn slice(&mut self, bytes: &[u8]) {
+        if !self.small.try_slice(bytes) {
+            self.flush();
+            self.out.extend_from_slice(bytes);
+        }
+    }
+}
+
 impl Drop for FrameWriter<'_> {
     fn drop(&mut self) {
         self.flush();
     }
 }
 
-/// The parts of one `Message`, borrowed, with what its encoding needs.
-struct Parts<'a> {
-    kind: MessageKind,
-    family: schema::SocketFamily,
-    protocol: i32,
-    client: Address,
-    server: Address,
-    client_port: u16,
-    server_port: u16,
-    query_time: Option<Timestamp>,
-    response_time: Option<Timestamp>,
-    query_zone: Option<&'a [u8]>,
-    wire: &'a [u8],
+/// The fields a query and its response have in common (socket family and
+/// protocol, both addresses and ports, the query time), encoded once for
+/// both messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Exchange {
+    common: Small,
 }
 
-impl<'a> Parts<'a> {
-    fn new(kind: MessageKind, ctx: &MessageContext<'a>, wire: &'a [u8]) -> Parts<'a> {
+impl Exchange {
+    pub(crate) fn new(ctx: &MessageContext<'_>) -> Exchange {
         let (family, client, server) = family_and_addresses(ctx.client.ip(), ctx.server.ip());
-        Parts {
-            kind,
-            family,
-            protocol: ctx.protocol.code(),
-            client: Address::new(client),
-            server: Address::new(server),
-            client_port: ctx.client.port(),
-            server_port: ctx.server.port(),
-            query_time: ctx.query_time,
-            // A query message carries no response time, whatever the context.
-            response_time: if kind.query() {
-                None
-            } else {
-                ctx.response_time
-            },
-            query_zone: ctx.query_zone,
-            wire,
+        let mut common = Small::new();
+        common.varint_field(SOCKET_FAMILY, family as u64);
+        common.varint_field(SOCKET_PROTOCOL, ctx.protocol.code() as u64);
+        common.bytes_field(QUERY_ADDRESS, Address::new(client).bytes());
+        common.bytes_field(RESPONSE_ADDRESS, Address::new(server).bytes());
+        common.varint_field(QUERY_PORT, u64::from(ctx.client.port()));
+        common.varint_field(RESPONSE_PORT, u64::from(ctx.server.port()));
+        if let Some(t) = ctx.query_time {
+            common.varint_field(QUERY_TIME_SEC, t.secs);
+            common.fixed32_field(QUERY_TIME_NSEC, t.nanos);
         }
-    }
-
-    fn message_len(&self) -> usize {
-        let mut len = varint_field_len(MESSAGE_TYPE, u64::from(self.kind.code()))
-            .saturating_add(varint_field_len(SOCKET_FAMILY, self.family as u64))
-            .saturating_add(varint_field_len(SOCKET_PROTOCOL, self.protocol as u64))
-            .saturating_add(bytes_field_len(QUERY_ADDRESS, self.client.len))
-            .saturating_add(bytes_field_len(RESPONSE_ADDRESS, self.server.len))
-            .saturating_add(varint_field_len(QUERY_PORT, u64::from(self.client_port)))
-            .saturating_add(varint_field_len(RESPONSE_PORT, u64::from(self.server_port)));
-        if let Some(t) = self.query_time {
-            len = len
-                .saturating_add(varint_field_len(QUERY_TIME_SEC, t.secs))
-                .saturating_add(fixed32_field_len(QUERY_TIME_NSEC));
-        }
-        let wire_tag = if self.kind.query() {
-            QUERY_MESSAGE
-        } else {
-            RESPONSE_MESSAGE
-        };
-        len = len.saturating_add(bytes_field_len(wire_tag, self.wire.len()));
-        if let Some(zone) = self.query_zone {
-            len = len.saturating_add(bytes_field_len(QUERY_ZONE, zone.len()));
-        }
-        if let Some(t) = self.response_time {
-            len = len
-                .saturating_add(varint_field_len(RESPONSE_TIME_SEC, t.secs))
-                .saturating_add(fixed32_field_len(RESPONSE_TIME_NSEC));
-        }
-        len
-    }
-
-    fn put_message(&self, w: &mut FrameWriter<'_>) {
-        w.varint_field(MESSAGE_TYPE, u64::from(self.kind.code()));
-        w.varint_field(SOCKET_FAMILY, self.family as u64);
-        w.varint_field(SOCKET_PROTOCOL, self.protocol as u64);
-        w.bytes_field(QUERY_ADDRESS, self.client.bytes());
-        w.bytes_field(RESPONSE_ADDRESS, self.server.bytes());
-        w.varint_field(QUERY_PORT, u64::from(self.client_port));
-        w.varint_field(RESPONSE_PORT, u64::from(self.server_port));
-        if let Some(t) = self.query_time {
-            w.varint_field(QUERY_TIME_SEC, t.secs);
-            w.fixed32_field(QUERY_TIME_NSEC, t.nanos);
-        }
-        if self.kind.query() {
-            w.bytes_field(QUERY_MESSAGE, self.wire);
-        }
-        if let Some(zone) = self.query_zone {
-            w.bytes_field(QUERY_ZONE, zone);
-        }
-        if let Some(t) = self.response_time {
-            w.varint_field(RESPONSE_TIME_SEC, t.secs);
-            w.fixed32_field(RESPONSE_TIME_NSEC, t.nanos);
-        }
-        if !self.kind.query() {
-            w.bytes_field(RESPONSE_MESSAGE, self.wire);
-        }
+        Exchange { common }
     }
 }
 
@@ -320,7 +308,9 @@ impl Header {
 
 /// Appends one Frame Streams data frame (a 4-octet big-endian length, then a
 /// `Dnstap` protobuf holding a `Message`) to `out`. Returns false, leaving
-/// `out` as it was, only if the frame would exceed a frame's 32-bit length.
+/// `out` as it was, only if the frame would exceed a frame's 32-bit length
+/// (or, which cannot happen, the common fields did not fit their buffer).
+#[cfg(test)]
 pub(crate) fn append_frame(
     out: &mut Vec<u8>,
     header: &Header,
@@ -328,8 +318,41 @@ pub(crate) fn append_frame(
     ctx: &MessageContext<'_>,
     wire: &[u8],
 ) -> bool {
-    let parts = Parts::new(kind, ctx, wire);
-    let message_len = parts.message_len();
+    append_exchange_frame(out, header, kind, &Exchange::new(ctx), ctx, wire)
+}
+
+/// [`append_frame`] with the fields common to the exchange encoded already:
+/// `exchange` must come from the same `ctx`.
+pub(crate) fn append_exchange_frame(
+    out: &mut Vec<u8>,
+    header: &Header,
+    kind: MessageKind,
+    exchange: &Exchange,
+    ctx: &MessageContext<'_>,
+    wire: &[u8],
+) -> bool {
+    if exchange.common.overflowed {
+        return false;
+    }
+    let query = kind.query();
+    // A query message carries no response time, whatever the context.
+    let response_time = if query { None } else { ctx.response_time };
+    let wire_tag = if query {
+        QUERY_MESSAGE
+    } else {
+        RESPONSE_MESSAGE
+    };
+    let mut message_len = varint_field_len(MESSAGE_TYPE, u64::from(kind.code()))
+        .saturating_add(exchange.common.len)
+        .saturating_add(bytes_field_len(wire_tag, wire.len()));
+    if let Some(zone) = ctx.query_zone {
+        message_len = message_len.saturating_add(bytes_field_len(QUERY_ZONE, zone.len()));
+    }
+    if let Some(t) = response_time {
+        message_len = message_len
+            .saturating_add(varint_field_len(RESPONSE_TIME_SEC, t.secs))
+            .saturating_add(fixed32_field_len(RESPONSE_TIME_NSEC));
+    }
     let payload_len = bytes_field_len(DNSTAP_MESSAGE, message_len)
         .saturating_add(varint_field_len(DNSTAP_TYPE, MESSAGE_TYPE_CODE))
         .saturating_add(header.encoded.len());
@@ -342,7 +365,22 @@ pub(crate) fn append_frame(
     let mut w = FrameWriter::new(out);
     w.key(DNSTAP_MESSAGE, WireType::LengthDelimited);
     w.varint(message_len as u64);
-    parts.put_message(&mut w);
+    // Fields in number order, as prost writes them.
+    w.varint_field(MESSAGE_TYPE, u64::from(kind.code()));
+    w.slice(exchange.common.bytes());
+    if query {
+        w.bytes_field(QUERY_MESSAGE, wire);
+    }
+    if let Some(zone) = ctx.query_zone {
+        w.bytes_field(QUERY_ZONE, zone);
+    }
+    if let Some(t) = response_time {
+        w.varint_field(RESPONSE_TIME_SEC, t.secs);
+        w.fixed32_field(RESPONSE_TIME_NSEC, t.nanos);
+    }
+    if !query {
+        w.bytes_field(RESPONSE_MESSAGE, wire);
+    }
     w.varint_field(DNSTAP_TYPE, MESSAGE_TYPE_CODE);
     true
 }
@@ -365,7 +403,7 @@ mod tests {
 
     use super::*;
     use crate::schema::{Dnstap, Message, SocketFamily};
-    use crate::Protocol;
+    use crate::{Protocol, Timestamp};
 
     fn decode_frame(frame: &[u8]) -> Dnstap {
         let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::encode::{append_frame, Header};
+use crate::encode::{append_exchange_frame, Exchange, Header};
 use crate::frame::{write_control, ControlType, FrameReader};
 use crate::{
     Destination, DnstapError, KindSet, MessageContext, MessageKind, SinkConfig, SinkStats,
@@ -318,6 +318,39 @@ impl Tap {
         if !self.kinds.contains(kind) {
             return;
         }
+        self.append(kind, &Exchange::new(ctx), ctx, wire);
+    }
+
+    /// Logs a query and its response (when there is one) of the same
+    /// exchange, as [`Tap::log`] would one after the other, encoding the
+    /// fields they share once.
+    pub fn log_exchange(
+        &mut self,
+        ctx: &MessageContext<'_>,
+        query: (MessageKind, &[u8]),
+        response: Option<(MessageKind, &[u8])>,
+    ) {
+        let log_query = self.kinds.contains(query.0);
+        let response = response.filter(|(kind, _)| self.kinds.contains(*kind));
+        if !log_query && response.is_none() {
+            return;
+        }
+        let exchange = Exchange::new(ctx);
+        if log_query {
+            self.append(query.0, &exchange, ctx, query.1);
+        }
+        if let Some((kind, wire)) = response {
+            self.append(kind, &exchange, ctx, wire);
+        }
+    }
+
+    fn append(
+        &mut self,
+        kind: MessageKind,
+        exchange: &Exchange,
+        ctx: &MessageContext<'_>,
+        wire: &[u8],
+    ) {
         if self.chunk.capacity() == 0 {
             self.chunk = match self.queue.pool.pop() {
                 Some(pooled) => pooled,
@@ -327,7 +360,7 @@ impl Tap {
                 }
             };
         }
-        if append_frame(&mut self.chunk, &self.header, kind, ctx, wire) {
+        if append_exchange_frame(&mut self.chunk, &self.header, kind, exchange, ctx, wire) {
             self.frames = self.frames.saturating_add(1);
         } else {
             self.queue.dropped.fetch_add(1, Ordering::Relaxed);

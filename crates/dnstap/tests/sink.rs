@@ -528,3 +528,63 @@ fn a_chunk_that_does_not_fit_the_queue_is_dropped_and_every_frame_counted() {
     assert_eq!((stats.sent, stats.dropped), (3, 10));
     assert_eq!(read_all(&path).len(), 3);
 }
+
+#[test]
+fn log_exchange_writes_what_two_logs_write_and_skips_unwanted_kinds() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = MessageContext {
+        response_time: Some(RESPONSE_TIME),
+        ..v4_context()
+    };
+    let (query, response) = (query_wire(), response_wire());
+
+    let one_by_one = dir.path().join("one-by-one.fstrm");
+    let sink = Sink::start(file_config(&one_by_one)).unwrap();
+    let mut tap = sink.tap();
+    tap.log(MessageKind::AuthQuery, &ctx, &query);
+    tap.log(MessageKind::AuthResponse, &ctx, &response);
+    tap.flush();
+    sink.stop();
+
+    let together = dir.path().join("together.fstrm");
+    let sink = Sink::start(file_config(&together)).unwrap();
+    let mut tap = sink.tap();
+    tap.log_exchange(
+        &ctx,
+        (MessageKind::AuthQuery, &query),
+        Some((MessageKind::AuthResponse, &response)),
+    );
+    // No response was sent: only the query.
+    tap.log_exchange(&ctx, (MessageKind::AuthQuery, &query), None);
+    tap.flush();
+    sink.stop();
+    let written = read_all(&together);
+    assert_eq!(written.len(), 3);
+    assert_eq!(written[..2], read_all(&one_by_one)[..]);
+    assert_eq!(written[2].message.as_ref().unwrap().r#type, 1);
+
+    // Responses only: the query of each exchange is skipped.
+    let responses = dir.path().join("responses.fstrm");
+    let mut kinds = KindSet::empty();
+    kinds.insert(MessageKind::AuthResponse);
+    let sink = Sink::start(config(
+        Destination::File {
+            path: responses.clone(),
+            max_bytes: None,
+        },
+        kinds,
+        64,
+    ))
+    .unwrap();
+    let mut tap = sink.tap();
+    tap.log_exchange(
+        &ctx,
+        (MessageKind::AuthQuery, &query),
+        Some((MessageKind::AuthResponse, &response)),
+    );
+    tap.flush();
+    sink.stop();
+    let written = read_all(&responses);
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0].message.as_ref().unwrap().r#type, 2);
+}
