@@ -161,6 +161,9 @@ pub enum AnswerOutcome {
     Respond { rcode: Rcode, truncated: bool },
     /// Nothing to send: too short to carry a header, or itself a response (QR set).
     Drop,
+    /// Nothing to send: the zone's access policy says to drop this client's
+    /// queries silently (told apart from `Drop` so that it is counted as such).
+    Denied,
 }
 
 /// Answers queries. One per worker thread: it keeps scratch space between queries
@@ -332,7 +335,7 @@ impl Answerer {
         match access::zone_access(&mut resp, request.zone_access, zone.apex(), request.client) {
             Access::Allow => {}
             Access::Refuse => return respond(resp),
-            Access::Drop => return AnswerOutcome::Drop,
+            Access::Drop => return AnswerOutcome::Denied,
         }
         resp.set_authoritative(true);
         solve::answer_in_zone(&mut resp, zone, &q.qname, q.qtype, &mut self.scratch);

@@ -719,7 +719,7 @@ fn zone_access_drop_sends_nothing_and_allow_answers() {
         seen: Default::default(),
     };
     let r = run(AnswerConfig::default(), &zones, &with_access(&drop), &q);
-    assert_eq!(r.outcome, AnswerOutcome::Drop);
+    assert_eq!(r.outcome, AnswerOutcome::Denied);
     let allow = Policy {
         decision: Access::Allow,
         seen: Default::default(),

@@ -179,11 +179,10 @@ impl ServerHandler {
             cookies,
             zone_access,
         };
-        if !matches!(
-            self.answerer.answer_request(zones, &request, query, out),
-            AnswerOutcome::Respond { .. }
-        ) {
-            return Fate::Dropped(DropReason::Unanswerable);
+        match self.answerer.answer_request(zones, &request, query, out) {
+            AnswerOutcome::Respond { .. } => {}
+            AnswerOutcome::Denied => return Fate::Dropped(DropReason::Acl),
+            AnswerOutcome::Drop => return Fate::Dropped(DropReason::Unanswerable),
         }
         // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
         // the response cannot be a reflection and is not limited.

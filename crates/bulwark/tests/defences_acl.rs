@@ -115,13 +115,28 @@ fn zone_acl_refuses_only_its_zone() {
 }
 
 #[test]
-fn zone_acl_with_drop_sends_nothing() {
+fn zone_acl_with_drop_sends_nothing_and_counts_it_as_an_acl_drop() {
     let dir = support::temp_dir("bulwark-acl-zone-drop-");
-    let config = "[acl.insiders]\nallow = [\"127.0.2.0/24\"]\naction = \"drop\"\n";
-    let server = start(dir.path(), config, Some("insiders"));
+    let sock = dir.path().join("control.sock");
+    let config = format!(
+        "[control]\nsocket = \"{}\"\n[acl.insiders]\nallow = [\"127.0.2.0/24\"]\naction = \"drop\"\n",
+        sock.display()
+    );
+    let server = start(dir.path(), &config, Some("insiders"));
     assert!(ask_once(OUTSIDER, server.addr, "www.closed.test.").is_none());
     let inside = ask(INSIDER, server.addr, "www.closed.test.");
     assert!(answered(&inside), "{inside:?}");
+    let out = std::process::Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket", sock.to_str().unwrap(), "stats"])
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stats
+            .lines()
+            .any(|l| l == "bulwark_dropped_total{reason=\"acl\"} 1"),
+        "{stats}"
+    );
 }
 
 #[test]

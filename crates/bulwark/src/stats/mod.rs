@@ -54,7 +54,7 @@ impl StatsSettings {
 /// Why a query got no response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
-    /// The listener ACL said drop.
+    /// The listener's or the zone's ACL said drop.
     Acl,
     /// Response rate limiting dropped the response.
     RateLimited,
