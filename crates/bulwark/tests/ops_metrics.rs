@@ -23,20 +23,51 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 const ORIGIN: &str = "diff.test.";
 
 /// Serves the test zone with `[prometheus]` on a free port; returns the
-/// server and the endpoint's address.
+/// server and the endpoint's address once the endpoint accepts connections.
 fn start(extra: &str) -> (Server, SocketAddr, tempfile::TempDir) {
-    let dir = support::temp_dir("bulwark-metrics-");
-    let metrics: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
-    let conf = dir.path().join("bulwark.toml");
-    std::fs::write(
-        &conf,
-        format!("[server]\nthreads = 1\n\n[prometheus]\nlisten = \"{metrics}\"\n{extra}"),
-    )
-    .unwrap();
-    let conf = conf.display().to_string();
-    let zone = support::data_dir().join("diff.zone");
-    let server = support::spawn_bulwark(&[(ORIGIN, &zone)], &["--config", conf.as_str()]);
-    (server, metrics, dir)
+    const ATTEMPTS: u32 = 3;
+    for attempt in 1..=ATTEMPTS {
+        let dir = support::temp_dir("bulwark-metrics-");
+        let metrics: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
+        let conf = dir.path().join("bulwark.toml");
+        std::fs::write(
+            &conf,
+            format!("[server]\nthreads = 1\n\n[prometheus]\nlisten = \"{metrics}\"\n{extra}"),
+        )
+        .unwrap();
+        let conf = conf.display().to_string();
+        let zone = support::data_dir().join("diff.zone");
+        let mut server = support::spawn_bulwark(&[(ORIGIN, &zone)], &["--config", conf.as_str()]);
+        match wait_endpoint(&mut server, metrics) {
+            Ok(()) => return (server, metrics, dir),
+            // A port taken between free_port and the bind (by another test's
+            // server, which may even have answered the readiness probe):
+            // start over on new ports.
+            Err(log) if attempt < ATTEMPTS && log.contains("in use") => {}
+            Err(log) => panic!("no metrics endpoint at {metrics}:\n{log}"),
+        }
+    }
+    unreachable!("every attempt returns or panics")
+}
+
+/// Until `addr` accepts a TCP connection while the server runs; the server's
+/// log if it exits first or the deadline passes.
+fn wait_endpoint(server: &mut Server, addr: SocketAddr) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + support::STARTUP_DEADLINE;
+    loop {
+        if TcpStream::connect_timeout(&addr, TIMEOUT).is_ok() {
+            return Ok(());
+        }
+        // Waits a moment for the process to exit, returning early if it does.
+        if server
+            .process
+            .wait_exit(Duration::from_millis(20))
+            .is_some()
+            || std::time::Instant::now() > deadline
+        {
+            return Err(server.process.log());
+        }
+    }
 }
 
 /// One HTTP/1.1 request; returns the status code and the body.
