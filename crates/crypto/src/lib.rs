@@ -1,7 +1,9 @@
 //! bulwark's cryptography, all of it from aws-lc-rs: DNSSEC signing and
 //! verification, key generation, DS and NSEC3 digests. Nothing here is
 //! hand-written cryptography; what this crate adds is the DNS encodings of keys
-//! and signatures (RFC 3110, RFC 6605, RFC 8080) and BIND's key file format.
+//! and signatures (RFC 3110, RFC 6605, RFC 8080) and the key material fields of
+//! BIND's key files. Key storage other than memory (PKCS#11) joins as another
+//! kind of `SigningKey`.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -14,6 +16,17 @@
     clippy::cast_possible_truncation
 )]
 
+mod algorithm;
+mod der;
+mod digest;
+mod error;
+mod keys;
 pub mod nsec3;
+mod verify;
 
+pub use algorithm::Algorithm;
+pub use digest::{ds_digest, DigestType};
+pub use error::CryptoError;
+pub use keys::{SigningKey, PRIVATE_KEY_FIELD, RSA_FIELDS};
 pub use nsec3::{nsec3_hash, Nsec3Hash, NSEC3_HASH_LEN};
+pub use verify::{rsa_public_components, verify};

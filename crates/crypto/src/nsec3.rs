@@ -32,6 +32,12 @@ fn sha1_of(data: &[u8], salt: &[u8]) -> Nsec3Hash {
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects,
+        clippy::cast_possible_truncation
+    )]
     use super::*;
 
     fn wire(name: &str) -> Vec<u8> {

@@ -1,0 +1,86 @@
+//! The DNSSEC signing algorithms bulwark implements (RFC 8624 §3.1: the ones a
+//! signer should use today), with their IANA numbers and BIND's mnemonics.
+
+use std::fmt;
+
+/// A DNSSEC algorithm number bulwark can sign and verify with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// 8, RFC 5702.
+    RsaSha256,
+    /// 10, RFC 5702.
+    RsaSha512,
+    /// 13, RFC 6605.
+    EcdsaP256Sha256,
+    /// 14, RFC 6605.
+    EcdsaP384Sha384,
+    /// 15, RFC 8080.
+    Ed25519,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::RsaSha256,
+        Algorithm::RsaSha512,
+        Algorithm::EcdsaP256Sha256,
+        Algorithm::EcdsaP384Sha384,
+        Algorithm::Ed25519,
+    ];
+
+    /// The IANA algorithm number carried in DNSKEY, RRSIG and DS.
+    pub fn number(self) -> u8 {
+        match self {
+            Algorithm::RsaSha256 => 8,
+            Algorithm::RsaSha512 => 10,
+            Algorithm::EcdsaP256Sha256 => 13,
+            Algorithm::EcdsaP384Sha384 => 14,
+            Algorithm::Ed25519 => 15,
+        }
+    }
+
+    pub fn from_number(number: u8) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.number() == number)
+    }
+
+    /// The mnemonic of the IANA registry, as BIND, Knot and ldns print it.
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            Algorithm::RsaSha256 => "RSASHA256",
+            Algorithm::RsaSha512 => "RSASHA512",
+            Algorithm::EcdsaP256Sha256 => "ECDSAP256SHA256",
+            Algorithm::EcdsaP384Sha384 => "ECDSAP384SHA384",
+            Algorithm::Ed25519 => "ED25519",
+        }
+    }
+
+    /// Accepts the number or the mnemonic, case-insensitively.
+    pub fn from_name(text: &str) -> Option<Algorithm> {
+        if let Ok(number) = text.parse::<u8>() {
+            return Algorithm::from_number(number);
+        }
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.mnemonic().eq_ignore_ascii_case(text))
+    }
+
+    pub fn is_rsa(self) -> bool {
+        matches!(self, Algorithm::RsaSha256 | Algorithm::RsaSha512)
+    }
+
+    /// Key size in bits used when none is asked for: RSA 2048 (RFC 8624 §3.1
+    /// and NIST SP 800-57); the curves have a single size.
+    pub fn default_bits(self) -> u32 {
+        match self {
+            Algorithm::RsaSha256 | Algorithm::RsaSha512 => 2048,
+            Algorithm::EcdsaP256Sha256 | Algorithm::Ed25519 => 256,
+            Algorithm::EcdsaP384Sha384 => 384,
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mnemonic())
+    }
+}
