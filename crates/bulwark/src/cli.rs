@@ -1,4 +1,4 @@
-//! The command line: `bulwark serve | check-config | check-zone | ctl | version`.
+//! The command line: `bulwark serve | check-config | check-zone | ctl | dnstap | sign | keys | version`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -34,6 +34,10 @@ pub enum Command {
     Ctl(CtlArgs),
     /// Read, or capture, dnstap Frame Streams.
     Dnstap(crate::dnstap_cli::DnstapArgs),
+    /// Sign a zone file with its keys (offline, like dnssec-signzone).
+    Sign(crate::sign_cli::SignArgs),
+    /// Create and list DNSSEC keys, print DS records.
+    Keys(crate::keys_cli::KeysArgs),
     /// Print the version.
     Version,
 }

@@ -22,12 +22,15 @@ mod defences;
 mod demo;
 mod dnstap_cli;
 mod handler;
+mod keys_cli;
 mod logging;
 mod metrics_http;
 mod privileges;
 mod query_log;
 mod server;
 mod service;
+mod sign_cli;
+mod signing;
 mod slip;
 mod stats;
 mod tap;
@@ -53,6 +56,8 @@ fn main() -> ExitCode {
         Command::CheckZone { origin, file } => check::check_zone(&origin, &file),
         Command::Ctl(args) => control::ctl(&args),
         Command::Dnstap(args) => dnstap_cli::run(&args),
+        Command::Sign(args) => sign_cli::run(&args),
+        Command::Keys(args) => keys_cli::run(&args),
         Command::Version => {
             println!("bulwark {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

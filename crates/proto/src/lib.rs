@@ -15,6 +15,7 @@
 )]
 
 pub mod class;
+pub mod encoding;
 pub mod message;
 pub mod name;
 pub mod opcode;

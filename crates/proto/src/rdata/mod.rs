@@ -12,7 +12,7 @@ mod loc;
 mod locators;
 mod misc;
 mod svcb;
-mod text;
+pub(crate) mod text;
 
 use core::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -1,0 +1,225 @@
+//! `bulwark sign`: offline signing, like `dnssec-signzone` and `ldns-signzone`:
+//! a zone file and its keys in, a signed zone file out, on every core.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context as _};
+use bulwark_dnssec::{Denial, Nsec3Settings, SignerSettings};
+use bulwark_proto::{Name, Rdata, Record, Rtype};
+use clap::Args;
+
+use crate::signing::{
+    load_zone_keys, parse_duration, sign_zone, unix_now, validity_window, write_atomically,
+};
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The zone's origin, e.g. `example.com.`.
+    pub origin: String,
+    /// The unsigned master file.
+    pub file: PathBuf,
+    /// Directory holding the zone's K<zone>+<alg>+<tag>.key/.private files.
+    #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
+    pub keys: PathBuf,
+    /// Where to write the signed zone (default: FILE.signed).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Deny existence with NSEC3 (RFC 5155) instead of NSEC.
+    #[arg(long)]
+    pub nsec3: bool,
+    /// NSEC3 extra iterations (RFC 9276: 0).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "nsec3")]
+    pub iterations: u16,
+    /// NSEC3 salt in hex, `-` for none (RFC 9276: none).
+    #[arg(long, value_name = "HEX", default_value = "-", requires = "nsec3")]
+    pub salt: String,
+    /// NSEC3 opt-out: unsigned delegations are left out of the chain.
+    #[arg(long, requires = "nsec3")]
+    pub opt_out: bool,
+    /// How long signatures are valid.
+    #[arg(long, value_name = "DURATION", default_value = "14d")]
+    pub validity: String,
+    /// How far back signatures' inception is set, for slow clocks.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub inception_offset: String,
+    /// TTL of DNSKEY, CDS and CDNSKEY (default: the SOA's TTL).
+    #[arg(long, value_name = "SECONDS")]
+    pub dnskey_ttl: Option<u32>,
+    /// Publish CDS and CDNSKEY for the key-signing keys (RFC 7344).
+    #[arg(long)]
+    pub cds: bool,
+    /// Signing threads (default: one per CPU).
+    #[arg(long, short = 't', value_name = "N")]
+    pub threads: Option<usize>,
+    /// Sign as if it were this Unix time (keys' timing and validity follow).
+    #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
+    pub now: Option<u64>,
+}
+
+fn parse_salt(text: &str) -> anyhow::Result<Vec<u8>> {
+    if text == "-" || text.is_empty() {
+        return Ok(Vec::new());
+    }
+    if text.len() % 2 != 0 || text.len() > 510 {
+        bail!("--salt {text}: expected an even number of hex digits, at most 255 octets");
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i.saturating_add(2))
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                .ok_or_else(|| anyhow!("--salt {text}: not hex"))
+        })
+        .collect()
+}
+
+/// Owner in canonical order, each RRSIG right after the RRset it covers.
+pub fn canonical_record_order(records: &mut [Record]) {
+    let type_key = |r: &Record| match &r.rdata {
+        Rdata::Rrsig(sig) => (sig.type_covered.0, 1u8),
+        _ => (r.rtype().0, 0u8),
+    };
+    records.sort_by(|a, b| {
+        a.owner
+            .canonical_cmp(&b.owner)
+            .then_with(|| (a.rtype() != Rtype::SOA).cmp(&(b.rtype() != Rtype::SOA)))
+            .then_with(|| type_key(a).cmp(&type_key(b)))
+    });
+}
+
+pub fn run(args: &SignArgs) -> ExitCode {
+    match sign(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bulwark sign: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn sign(args: &SignArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let apex: Name = args
+        .origin
+        .parse()
+        .map_err(|e| anyhow!("origin {}: {e}", args.origin))?;
+    let apex = if apex.is_root() || args.origin.ends_with('.') {
+        apex
+    } else {
+        format!("{}.", args.origin)
+            .parse()
+            .map_err(|e| anyhow!("origin {}: {e}", args.origin))?
+    };
+    let validity = parse_duration(&args.validity).map_err(|e| anyhow!("--validity {e}"))?;
+    let offset =
+        parse_duration(&args.inception_offset).map_err(|e| anyhow!("--inception-offset {e}"))?;
+    let denial = if args.nsec3 {
+        Denial::Nsec3(Nsec3Settings {
+            iterations: args.iterations,
+            salt: parse_salt(&args.salt)?,
+            opt_out: args.opt_out,
+        })
+    } else {
+        Denial::Nsec
+    };
+    let records = bulwark_zone::parse_file(&args.file, &apex).map_err(|diagnostics| {
+        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        anyhow!(
+            "{} problem(s) in the zone file:\n{}",
+            lines.len(),
+            lines.join("\n")
+        )
+    })?;
+    let keys = load_zone_keys(&args.keys, &apex)?;
+    if keys.is_empty() {
+        bail!(
+            "no keys for {apex} in {} (create them with `bulwark keys generate {apex}`)",
+            args.keys.display()
+        );
+    }
+    let now = args.now.unwrap_or_else(unix_now);
+    let settings = SignerSettings {
+        denial,
+        dnskey_ttl: args.dnskey_ttl,
+        publish_cds: args.cds,
+        now,
+    };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let show_progress = std::io::stderr().is_terminal();
+    let last_shown = Mutex::new(Instant::now());
+    let progress = |done: usize, total: usize| {
+        // A bar only where someone watches, redrawn at most ten times a second.
+        if let Ok(mut last) = last_shown.lock() {
+            if last.elapsed().as_millis() >= 100 || done == total {
+                *last = Instant::now();
+                let width = 40usize;
+                let filled = done
+                    .saturating_mul(width)
+                    .checked_div(total)
+                    .unwrap_or(width)
+                    .min(width);
+                eprint!(
+                    "\r[{}{}] {done}/{total} RRsets",
+                    "#".repeat(filled),
+                    " ".repeat(width.saturating_sub(filled))
+                );
+                if done == total {
+                    eprintln!();
+                }
+            }
+        }
+    };
+    let mut signed = sign_zone(
+        &apex,
+        records,
+        &keys,
+        &settings,
+        validity_window(now, validity, offset),
+        threads,
+        show_progress.then_some(&progress as &(dyn Fn(usize, usize) + Sync)),
+    )?;
+    canonical_record_order(&mut signed);
+    let signatures = signed.iter().filter(|r| r.rtype() == Rtype::RRSIG).count();
+    let output = args.output.clone().unwrap_or_else(|| {
+        let mut name = args.file.clone().into_os_string();
+        name.push(".signed");
+        PathBuf::from(name)
+    });
+    let text = bulwark_zone::print_zone(&signed);
+    write_atomically(&output, text.as_bytes(), 0o644)
+        .with_context(|| format!("writing {}", output.display()))?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut stderr = std::io::stderr();
+    let _ = writeln!(
+        stderr,
+        "{} signed: {} records, {signatures} signatures by {} key(s) on {threads} thread(s) in {elapsed:.2} s, written to {}",
+        apex,
+        signed.len(),
+        keys.len(),
+        output.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn salts() {
+        assert_eq!(parse_salt("-").unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            parse_salt("aabbccdd").unwrap(),
+            vec![0xaa, 0xbb, 0xcc, 0xdd]
+        );
+        assert!(parse_salt("abc").is_err());
+        assert!(parse_salt("zz").is_err());
+    }
+}

@@ -1,0 +1,262 @@
+//! The edge of DNSSEC signing: keys in BIND-format files in a key directory,
+//! the clock, and the threads that share out a zone's signing jobs.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context as _};
+use bulwark_dnssec::keyfile::key_file_stem;
+use bulwark_dnssec::{
+    key_file_text, parse_key_files, private_file_text, KeyRole, SignatureValidity, SignerSettings,
+    ZoneKey, ZonePlan,
+};
+use bulwark_proto::{Name, Record};
+
+/// Unix seconds now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Reads every key of `apex` in `dir`: each `K<apex>+<alg>+<tag>.private`
+/// with its `.key`. Files of other zones are skipped; an unreadable key of
+/// this zone is an error naming the file.
+pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
+    let prefix = format!("k{}+", apex.to_lowercase());
+    let mut keys = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(keys),
+        Err(e) => {
+            return Err(e).with_context(|| format!("reading key directory {}", dir.display()))
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "private")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix))
+        })
+        .collect();
+    paths.sort();
+    for private_path in paths {
+        let key_path = private_path.with_extension("key");
+        let private = fs::read_to_string(&private_path)
+            .with_context(|| format!("reading {}", private_path.display()))?;
+        let public = fs::read_to_string(&key_path)
+            .with_context(|| format!("reading {}", key_path.display()))?;
+        let key = parse_key_files(apex, &public, &private, None)
+            .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// Writes a key's two files into `dir` (created if missing); the private file
+/// is readable by its owner only. Each file is written beside and renamed in,
+/// so a crash never leaves half a key. Returns the files' stem.
+pub fn write_zone_key(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating key directory {}", dir.display()))?;
+    let stem = dir.join(key_file_stem(apex, key));
+    let private = private_file_text(key).map_err(|e| anyhow!("{e}"))?;
+    write_atomically(
+        &stem.with_extension_str("private"),
+        private.as_bytes(),
+        0o600,
+    )?;
+    write_atomically(
+        &stem.with_extension_str("key"),
+        key_file_text(apex, key).as_bytes(),
+        0o644,
+    )?;
+    Ok(stem)
+}
+
+trait WithExtensionStr {
+    fn with_extension_str(&self, ext: &str) -> PathBuf;
+}
+
+impl WithExtensionStr for PathBuf {
+    /// `Kexample.+013+12345` has dots of its own, so `with_extension` would
+    /// cut the stem; append instead.
+    fn with_extension_str(&self, ext: &str) -> PathBuf {
+        let mut s = self.clone().into_os_string();
+        s.push(".");
+        s.push(ext);
+        PathBuf::from(s)
+    }
+}
+
+pub fn write_atomically(path: &Path, data: &[u8], mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    file.write_all(data)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
+    Ok(())
+}
+
+/// Generates a key and keeps its timing: created, published and active now.
+pub fn generate_key(
+    algorithm: bulwark_dnssec::Algorithm,
+    bits: Option<u32>,
+    role: KeyRole,
+    now: u64,
+) -> anyhow::Result<ZoneKey> {
+    let key = bulwark_dnssec::SigningKey::generate(algorithm, bits).map_err(|e| anyhow!("{e}"))?;
+    let timing = bulwark_dnssec::KeyTiming {
+        created: Some(now),
+        publish: Some(now),
+        activate: Some(now),
+        ..Default::default()
+    };
+    Ok(ZoneKey::new(role, key, timing))
+}
+
+/// Signs a zone: the plan on this thread, the signatures on `threads`
+/// threads, each taking the next chunk of jobs. `progress` is told how many
+/// jobs are done so far.
+pub fn sign_zone(
+    apex: &Name,
+    records: Vec<Record>,
+    keys: &[ZoneKey],
+    settings: &SignerSettings,
+    validity: SignatureValidity,
+    threads: usize,
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> anyhow::Result<Vec<Record>> {
+    let plan = ZonePlan::new(apex, records, keys, settings).map_err(|e| anyhow!("{e}"))?;
+    let jobs = plan.jobs();
+    // Chunks small enough to balance, large enough that taking one is rare.
+    const CHUNK: usize = 256;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let threads = threads.clamp(1, jobs.len().div_ceil(CHUNK).max(1));
+    let results: Vec<anyhow::Result<Vec<Record>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> anyhow::Result<Vec<Record>> {
+                    let mut out = Vec::new();
+                    loop {
+                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        let Some(chunk) =
+                            jobs.get(start..start.saturating_add(CHUNK).min(jobs.len()))
+                        else {
+                            break;
+                        };
+                        if chunk.is_empty() {
+                            break;
+                        }
+                        out.extend(
+                            plan.sign(chunk, keys, settings.now, validity)
+                                .map_err(|e| anyhow!("{e}"))?,
+                        );
+                        let finished = done
+                            .fetch_add(chunk.len(), Ordering::Relaxed)
+                            .saturating_add(chunk.len());
+                        if let Some(progress) = progress {
+                            progress(finished, jobs.len());
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a signing thread panicked")))
+            })
+            .collect()
+    });
+    let mut signatures = Vec::new();
+    for result in results {
+        signatures.extend(result?);
+    }
+    let mut records = plan.into_records();
+    records.extend(signatures);
+    Ok(records)
+}
+
+/// Signature validity from a policy: inception `inception_offset` back (for
+/// resolvers whose clocks run slow), expiration `validity` ahead.
+pub fn validity_window(now: u64, validity: u64, inception_offset: u64) -> SignatureValidity {
+    SignatureValidity {
+        inception: bulwark_dnssec::time::rrsig_time(now.saturating_sub(inception_offset)),
+        expiration: bulwark_dnssec::time::rrsig_time(now.saturating_add(validity)),
+    }
+}
+
+/// `14d`, `2h`, `30m`, `45s`, `1w`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (like 14d, 2h, 30m, 45s)"))?;
+    let scale = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (s, m, h, d, w)")),
+    };
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("14d"), Ok(14 * 86_400));
+        assert_eq!(parse_duration("90"), Ok(90));
+        assert_eq!(parse_duration("1w"), Ok(604_800));
+        assert!(parse_duration("3y").is_err());
+        assert!(parse_duration("h").is_err());
+    }
+
+    #[test]
+    fn keys_written_are_loaded_and_other_zones_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let apex: Name = "example.".parse().unwrap();
+        let other: Name = "other.".parse().unwrap();
+        let key = generate_key(bulwark_dnssec::Algorithm::Ed25519, None, KeyRole::Csk, 1).unwrap();
+        write_zone_key(dir.path(), &apex, &key).unwrap();
+        let foreign =
+            generate_key(bulwark_dnssec::Algorithm::Ed25519, None, KeyRole::Ksk, 1).unwrap();
+        write_zone_key(dir.path(), &other, &foreign).unwrap();
+        let loaded = load_zone_keys(dir.path(), &apex).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].key_tag(), key.key_tag());
+        assert!(load_zone_keys(&dir.path().join("missing"), &apex)
+            .unwrap()
+            .is_empty());
+    }
+}

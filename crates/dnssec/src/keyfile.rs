@@ -1,0 +1,264 @@
+//! BIND's key files, which Knot (keymgr import-bind) and ldns also read:
+//! `K<zone>+<alg>+<tag>.key` holds the DNSKEY record, `.private` the key
+//! material (`Private-key-format: v1.3`) and the timing metadata. Text in,
+//! text out: reading and writing the files is the caller's.
+
+use bulwark_crypto::{Algorithm, CryptoError, SigningKey};
+use bulwark_proto::encoding::{base64_decode, base64_encode};
+use bulwark_proto::{Name, Rdata, Rtype};
+use thiserror::Error;
+
+use crate::key::{KeyRole, KeyTiming, ZoneKey, SEP_FLAG};
+use crate::time::{format_timestamp, parse_timestamp};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyFileError {
+    #[error("line {line}: {message}")]
+    Syntax { line: usize, message: String },
+    #[error("the .key file holds no DNSKEY record")]
+    NoDnskey,
+    #[error("the .key file's DNSKEY is for {found}, not {expected}")]
+    WrongOwner { found: String, expected: String },
+    #[error("algorithm {0} is not supported")]
+    UnsupportedAlgorithm(u8),
+    #[error("the .private file says algorithm {private}, the .key file {public}")]
+    AlgorithmMismatch { private: u8, public: u8 },
+    #[error("the private key does not match the public key in the .key file")]
+    KeyMismatch,
+    #[error("{0}")]
+    Key(#[from] CryptoError),
+}
+
+/// `K<zone>+<alg>+<tag>` (the zone with its final dot), the stem of both files.
+pub fn key_file_stem(apex: &Name, key: &ZoneKey) -> String {
+    format!(
+        "K{}+{:03}+{:05}",
+        apex.to_lowercase(),
+        key.algorithm_number(),
+        key.key_tag()
+    )
+}
+
+const TIMING_FIELDS: [&str; 5] = ["Created", "Publish", "Activate", "Inactive", "Delete"];
+
+fn timing_values(t: &KeyTiming) -> [Option<u64>; 5] {
+    [t.created, t.publish, t.activate, t.inactive, t.delete]
+}
+
+/// The `.key` file: comments BIND writes, then the DNSKEY record.
+pub fn key_file_text(apex: &Name, key: &ZoneKey) -> String {
+    let kind = if key.dnskey().flags & SEP_FLAG != 0 {
+        "key-signing"
+    } else {
+        "zone-signing"
+    };
+    let mut out = format!(
+        "; This is a {kind} key, keyid {}, for {}\n",
+        key.key_tag(),
+        apex.to_lowercase()
+    );
+    for (field, value) in TIMING_FIELDS.iter().zip(timing_values(&key.timing)) {
+        if let Some(value) = value {
+            out.push_str(&format!("; {field}: {}\n", format_timestamp(value)));
+        }
+    }
+    out.push_str(&format!(
+        "{} IN DNSKEY {}\n",
+        apex.to_lowercase(),
+        Rdata::Dnskey(key.dnskey().clone())
+    ));
+    out
+}
+
+/// The `.private` file in BIND's v1.3 format.
+pub fn private_file_text(key: &ZoneKey) -> Result<String, KeyFileError> {
+    let algorithm = key.signing_key().algorithm();
+    let mut out = format!(
+        "Private-key-format: v1.3\nAlgorithm: {} ({})\n",
+        algorithm.number(),
+        algorithm.mnemonic()
+    );
+    for (name, value) in key.signing_key().private_fields()? {
+        out.push_str(&format!("{name}: {}\n", base64_encode(&value)));
+    }
+    for (field, value) in TIMING_FIELDS.iter().zip(timing_values(&key.timing)) {
+        if let Some(value) = value {
+            out.push_str(&format!("{field}: {}\n", format_timestamp(value)));
+        }
+    }
+    Ok(out)
+}
+
+fn syntax(line: usize, message: impl Into<String>) -> KeyFileError {
+    KeyFileError::Syntax {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Reads a key from the texts of its two files. The role follows the SEP flag
+/// (257 → KSK, 256 → ZSK); a policy that uses a CSK says so with `role`.
+pub fn parse_key_files(
+    apex: &Name,
+    key_text: &str,
+    private_text: &str,
+    role: Option<KeyRole>,
+) -> Result<ZoneKey, KeyFileError> {
+    // BIND writes the record without a TTL; the DNSKEY TTL is the policy's.
+    let text = format!("$TTL 3600\n{key_text}");
+    let records = bulwark_zone::parse_str(&text, apex, "key file").map_err(|diagnostics| {
+        let first = diagnostics.into_iter().next();
+        syntax(
+            first
+                .as_ref()
+                .map_or(0, |d| usize::try_from(d.line).unwrap_or(0)),
+            first.map_or_else(|| "unreadable".to_owned(), |d| d.message),
+        )
+    })?;
+    let record = records
+        .into_iter()
+        .find(|r| r.rtype() == Rtype::DNSKEY)
+        .ok_or(KeyFileError::NoDnskey)?;
+    if record.owner != *apex {
+        return Err(KeyFileError::WrongOwner {
+            found: record.owner.to_string(),
+            expected: apex.to_string(),
+        });
+    }
+    let Rdata::Dnskey(dnskey) = record.rdata else {
+        return Err(KeyFileError::NoDnskey);
+    };
+
+    let mut algorithm_number = None;
+    let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut timing = KeyTiming::default();
+    for (index, line) in private_text.lines().enumerate() {
+        let line_no = index.saturating_add(1);
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        let (field, value) = line
+            .split_once(':')
+            .ok_or_else(|| syntax(line_no, "expected `Field: value`"))?;
+        let value = value.trim();
+        match field {
+            "Private-key-format" => {
+                if !value.starts_with("v1.") {
+                    return Err(syntax(line_no, format!("unknown format {value}")));
+                }
+            }
+            "Algorithm" => {
+                let number = value.split_whitespace().next().unwrap_or_default();
+                algorithm_number = Some(
+                    number
+                        .parse::<u8>()
+                        .map_err(|_| syntax(line_no, format!("bad algorithm {value}")))?,
+                );
+            }
+            _ if TIMING_FIELDS.contains(&field) => {
+                let at = parse_timestamp(value)
+                    .ok_or_else(|| syntax(line_no, format!("bad time {value}")))?;
+                match field {
+                    "Created" => timing.created = Some(at),
+                    "Publish" => timing.publish = Some(at),
+                    "Activate" => timing.activate = Some(at),
+                    "Inactive" => timing.inactive = Some(at),
+                    _ => timing.delete = Some(at),
+                }
+            }
+            _ => {
+                // Key material is base64; other metadata (SyncPublish, ...)
+                // is kept out of the way by ignoring what is not base64.
+                if let Some(bytes) = base64_decode(value) {
+                    fields.push((field.to_owned(), bytes));
+                }
+            }
+        }
+    }
+    let number = algorithm_number.ok_or_else(|| syntax(0, "no Algorithm line"))?;
+    if number != dnskey.algorithm {
+        return Err(KeyFileError::AlgorithmMismatch {
+            private: number,
+            public: dnskey.algorithm,
+        });
+    }
+    let algorithm =
+        Algorithm::from_number(number).ok_or(KeyFileError::UnsupportedAlgorithm(number))?;
+    let signing_key = SigningKey::from_private_fields(algorithm, |name| {
+        fields
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_slice())
+    })?;
+    if signing_key.dnskey_public_key() != dnskey.public_key.as_slice() {
+        return Err(KeyFileError::KeyMismatch);
+    }
+    let role = role.unwrap_or(if dnskey.flags & SEP_FLAG != 0 {
+        KeyRole::Ksk
+    } else {
+        KeyRole::Zsk
+    });
+    Ok(ZoneKey::with_flags(role, dnskey.flags, signing_key, timing))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn files_written_are_read_back_for_every_algorithm() {
+        let apex: Name = "Example.COM.".parse().unwrap();
+        for algorithm in Algorithm::ALL {
+            let timing = KeyTiming {
+                created: Some(1_795_517_337),
+                activate: Some(1_795_517_400),
+                ..KeyTiming::default()
+            };
+            let key = ZoneKey::new(
+                KeyRole::Ksk,
+                SigningKey::generate(algorithm, None).unwrap(),
+                timing,
+            );
+            let stem = key_file_stem(&apex, &key);
+            assert!(stem.starts_with(&format!("Kexample.com.+{:03}+", algorithm.number())));
+            let public = key_file_text(&apex, &key);
+            let private = private_file_text(&key).unwrap();
+            let again = parse_key_files(&apex, &public, &private, None).unwrap();
+            assert_eq!(again.key_tag(), key.key_tag());
+            assert_eq!(again.dnskey(), key.dnskey());
+            assert_eq!(again.timing, timing);
+            assert_eq!(again.role, KeyRole::Ksk);
+        }
+    }
+
+    #[test]
+    fn mismatches_are_reported() {
+        let apex: Name = "example.".parse().unwrap();
+        let a = ZoneKey::new(
+            KeyRole::Zsk,
+            SigningKey::generate(Algorithm::Ed25519, None).unwrap(),
+            KeyTiming::default(),
+        );
+        let b = ZoneKey::new(
+            KeyRole::Zsk,
+            SigningKey::generate(Algorithm::Ed25519, None).unwrap(),
+            KeyTiming::default(),
+        );
+        let err = parse_key_files(
+            &apex,
+            &key_file_text(&apex, &a),
+            &private_file_text(&b).unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err, KeyFileError::KeyMismatch);
+        let other: Name = "other.".parse().unwrap();
+        let err = parse_key_files(&other, &key_file_text(&apex, &a), "", None).unwrap_err();
+        assert!(matches!(err, KeyFileError::WrongOwner { .. }));
+        let err = parse_key_files(&apex, &key_file_text(&apex, &a), "garbage", None).unwrap_err();
+        assert!(matches!(err, KeyFileError::Syntax { line: 1, .. }));
+    }
+}

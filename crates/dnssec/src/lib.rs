@@ -1,0 +1,32 @@
+//! DNSSEC signing as pure functions: zone keys and their BIND key files, RRSIGs
+//! over canonical RRsets (RFC 4034 §3.1.8.1, §6), NSEC (RFC 4034 §4) and NSEC3
+//! (RFC 5155 §7.1) chains, and the plan that turns an unsigned zone into the
+//! records of a signed one. The clock, the files and the threads belong to the
+//! caller: signing jobs are independent, so the caller spreads them over cores.
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+pub mod denial;
+pub mod error;
+pub mod key;
+pub mod keyfile;
+pub mod plan;
+pub mod rrsig;
+pub mod time;
+
+pub use bulwark_crypto::{Algorithm, DigestType, SigningKey};
+pub use denial::{Denial, Nsec3Settings};
+pub use error::SignError;
+pub use key::{key_tag, KeyRole, KeyTiming, ZoneKey};
+pub use keyfile::{key_file_text, parse_key_files, private_file_text, KeyFileError};
+pub use plan::{SignJob, SignerSettings, ZonePlan};
+pub use rrsig::{sign_rrset, verify_rrsig, SignatureValidity};

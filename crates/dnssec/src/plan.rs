@@ -1,0 +1,489 @@
+//! Turning an unsigned zone into a signed one, in two halves so the caller can
+//! spread the expensive half over cores: `ZonePlan::new` works out the DNSKEY
+//! RRset, the NSEC or NSEC3 chain and the list of RRsets to sign (one
+//! `SignJob` each); `ZonePlan::sign` signs any slice of those jobs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bulwark_crypto::{nsec3_hash, DigestType};
+use bulwark_proto::encoding::base32hex_encode;
+use bulwark_proto::rdata::{Nsec, Nsec3, Nsec3param, TypeBitmap};
+use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
+
+use crate::denial::{Denial, Nsec3Settings, NSEC3_FLAG_OPT_OUT, NSEC3_HASH_SHA1};
+use crate::key::ZoneKey;
+use crate::rrsig::{sign_rrset, CanonicalRrset, SignatureValidity};
+use crate::SignError;
+
+/// What the signer needs besides the keys.
+#[derive(Clone, Debug)]
+pub struct SignerSettings {
+    pub denial: Denial,
+    /// TTL of DNSKEY, CDS and CDNSKEY; the SOA's TTL when None.
+    pub dnskey_ttl: Option<u32>,
+    /// Publish CDS (SHA-256) and CDNSKEY for the zone's SEP keys (RFC 7344).
+    pub publish_cds: bool,
+    /// Unix seconds: which keys are published and active.
+    pub now: u64,
+}
+
+/// One RRset to sign, and whether it is signed by the key-signing keys
+/// (DNSKEY, CDS, CDNSKEY) or by the zone-signing keys.
+#[derive(Clone, Debug)]
+pub struct SignJob {
+    pub rrset: CanonicalRrset,
+    pub by_key_signing_keys: bool,
+}
+
+/// Where a name stands in the zone (RFC 4035 §2.2: only authoritative data
+/// and the delegation's DS and NSEC are signed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    Authoritative,
+    Delegation {
+        secure: bool,
+    },
+    /// Below a zone cut or a DNAME: glue and occluded data, neither signed
+    /// nor in the chain.
+    Occluded,
+}
+
+type Node = BTreeMap<u16, Vec<Record>>;
+
+/// The records of the signed zone except the signatures, and the jobs that make them.
+#[derive(Debug)]
+pub struct ZonePlan {
+    apex: Name,
+    records: Vec<Record>,
+    jobs: Vec<SignJob>,
+}
+
+/// Types the signer owns and recomputes; a zone file's copies are dropped.
+fn is_signer_output(rtype: Rtype, at_apex: bool, settings: &SignerSettings) -> bool {
+    matches!(
+        rtype,
+        Rtype::RRSIG | Rtype::NSEC | Rtype::NSEC3 | Rtype::NSEC3PARAM
+    ) || (at_apex && rtype == Rtype::DNSKEY)
+        || (at_apex && settings.publish_cds && matches!(rtype, Rtype::CDS | Rtype::CDNSKEY))
+}
+
+/// RFC 4035 §2.2 and §2.3: at a delegation only NS, DS and the chain's own
+/// types are the zone's data.
+fn delegation_types(node: &Node) -> impl Iterator<Item = Rtype> + '_ {
+    node.keys()
+        .map(|&t| Rtype(t))
+        .filter(|t| matches!(*t, Rtype::NS | Rtype::DS))
+}
+
+impl ZonePlan {
+    pub fn new(
+        apex: &Name,
+        records: Vec<Record>,
+        keys: &[ZoneKey],
+        settings: &SignerSettings,
+    ) -> Result<ZonePlan, SignError> {
+        let apex = apex.to_lowercase();
+        let mut nodes: BTreeMap<Name, Node> = BTreeMap::new();
+        let mut class = Class::IN;
+        for mut record in records {
+            if !record.owner.ends_with(&apex) {
+                return Err(SignError::OutOfZone {
+                    owner: record.owner.to_string(),
+                    apex: apex.to_string(),
+                });
+            }
+            record.owner.make_lowercase();
+            let at_apex = record.owner == apex;
+            if is_signer_output(record.rtype(), at_apex, settings) {
+                continue;
+            }
+            if at_apex && record.rtype() == Rtype::SOA {
+                class = record.class;
+            }
+            nodes
+                .entry(record.owner.clone())
+                .or_default()
+                .entry(record.rtype().0)
+                .or_default()
+                .push(record);
+        }
+        let soa = nodes
+            .get(&apex)
+            .and_then(|n| n.get(&Rtype::SOA.0))
+            .and_then(|set| set.first())
+            .ok_or_else(|| SignError::NoSoa(apex.to_string()))?;
+        let negative_ttl = match &soa.rdata {
+            // RFC 9077 §3: the lesser of the SOA's TTL and MINIMUM.
+            Rdata::Soa(s) => s.minimum.min(soa.ttl),
+            _ => soa.ttl,
+        };
+        let dnskey_ttl = settings.dnskey_ttl.unwrap_or(soa.ttl);
+
+        let published: Vec<&ZoneKey> = keys
+            .iter()
+            .filter(|k| k.timing.is_published(settings.now))
+            .collect();
+        let apex_node = nodes.entry(apex.clone()).or_default();
+        let record = |rdata: Rdata| Record {
+            owner: apex.clone(),
+            class,
+            ttl: dnskey_ttl,
+            rdata,
+        };
+        for key in &published {
+            apex_node
+                .entry(Rtype::DNSKEY.0)
+                .or_default()
+                .push(record(Rdata::Dnskey(key.dnskey().clone())));
+        }
+        if settings.publish_cds {
+            for key in published.iter().filter(|k| k.role.signs_key_set()) {
+                apex_node
+                    .entry(Rtype::CDNSKEY.0)
+                    .or_default()
+                    .push(record(Rdata::Cdnskey(key.dnskey().clone())));
+                apex_node
+                    .entry(Rtype::CDS.0)
+                    .or_default()
+                    .push(record(Rdata::Cds(key.ds(&apex, DigestType::Sha256))));
+            }
+        }
+
+        let standing = classify(&apex, &nodes);
+        let mut jobs = Vec::new();
+        match &settings.denial {
+            Denial::Nsec => add_nsec_chain(&apex, class, negative_ttl, &mut nodes, &standing),
+            Denial::Nsec3(params) => {
+                let nsec3 = nsec3_chain(&apex, class, negative_ttl, &nodes, &standing, params)?;
+                nodes.entry(apex.clone()).or_default().insert(
+                    Rtype::NSEC3PARAM.0,
+                    vec![Record {
+                        owner: apex.clone(),
+                        class,
+                        // BIND and Knot publish NSEC3PARAM with TTL 0: only
+                        // signers read it.
+                        ttl: 0,
+                        rdata: Rdata::Nsec3param(Nsec3param {
+                            hash_algorithm: NSEC3_HASH_SHA1,
+                            flags: 0,
+                            iterations: params.iterations,
+                            salt: params.salt.clone(),
+                        }),
+                    }],
+                );
+                for record in nsec3 {
+                    jobs.push(SignJob {
+                        rrset: CanonicalRrset::new(
+                            &record.owner,
+                            class,
+                            Rtype::NSEC3,
+                            record.ttl,
+                            [&record.rdata],
+                        ),
+                        by_key_signing_keys: false,
+                    });
+                    nodes
+                        .entry(record.owner.clone())
+                        .or_default()
+                        .insert(Rtype::NSEC3.0, vec![record]);
+                }
+            }
+        }
+
+        let mut out = Vec::new();
+        for (name, node) in &nodes {
+            let standing = standing
+                .get(name)
+                .copied()
+                .unwrap_or(Standing::Authoritative);
+            for (&rtype, set) in node {
+                let rtype = Rtype(rtype);
+                let signed = match standing {
+                    Standing::Authoritative => rtype != Rtype::NSEC3,
+                    Standing::Delegation { .. } => matches!(rtype, Rtype::DS | Rtype::NSEC),
+                    Standing::Occluded => false,
+                };
+                if signed {
+                    let ttl = set.first().map_or(0, |r| r.ttl);
+                    jobs.push(SignJob {
+                        rrset: CanonicalRrset::new(
+                            name,
+                            class,
+                            rtype,
+                            ttl,
+                            set.iter().map(|r| &r.rdata),
+                        ),
+                        by_key_signing_keys: *name == apex
+                            && matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY),
+                    });
+                }
+                out.extend(set.iter().cloned());
+            }
+        }
+        Ok(ZonePlan {
+            apex,
+            records: out,
+            jobs,
+        })
+    }
+
+    pub fn apex(&self) -> &Name {
+        &self.apex
+    }
+
+    pub fn jobs(&self) -> &[SignJob] {
+        &self.jobs
+    }
+
+    /// The zone's records, DNSKEY and chain included, without signatures.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    pub fn into_records(self) -> Vec<Record> {
+        self.records
+    }
+
+    /// Signs `jobs` (any slice of `jobs()`) with the keys active at `now`.
+    /// RFC 4035 §2.2 and RFC 6840 §5.11: every algorithm in the DNSKEY RRset
+    /// signs every RRset, so keys are chosen per algorithm; where an
+    /// algorithm has no active key of the role a job needs, all its active
+    /// keys sign it, which is how a lone key acts as a CSK.
+    pub fn sign(
+        &self,
+        jobs: &[SignJob],
+        keys: &[ZoneKey],
+        now: u64,
+        validity: SignatureValidity,
+    ) -> Result<Vec<Record>, SignError> {
+        let active: Vec<&ZoneKey> = keys.iter().filter(|k| k.timing.is_active(now)).collect();
+        let mut algorithms: Vec<u8> = active.iter().map(|k| k.algorithm_number()).collect();
+        algorithms.sort_unstable();
+        algorithms.dedup();
+        let pick = |key_set: bool| -> Vec<&ZoneKey> {
+            let mut chosen = Vec::new();
+            for &algorithm in &algorithms {
+                let of_algorithm = active
+                    .iter()
+                    .copied()
+                    .filter(|k| k.algorithm_number() == algorithm);
+                let for_role: Vec<&ZoneKey> = of_algorithm
+                    .clone()
+                    .filter(|k| {
+                        if key_set {
+                            k.role.signs_key_set()
+                        } else {
+                            k.role.signs_zone()
+                        }
+                    })
+                    .collect();
+                if for_role.is_empty() {
+                    chosen.extend(of_algorithm);
+                } else {
+                    chosen.extend(for_role);
+                }
+            }
+            chosen
+        };
+        let key_set_signers = pick(true);
+        let zone_signers = pick(false);
+        let mut out = Vec::with_capacity(jobs.len().saturating_mul(zone_signers.len()));
+        for job in jobs {
+            let signers = if job.by_key_signing_keys {
+                &key_set_signers
+            } else {
+                &zone_signers
+            };
+            if signers.is_empty() {
+                return Err(SignError::NoActiveKey(job.rrset.rtype));
+            }
+            for key in signers {
+                out.push(sign_rrset(&job.rrset, key, &self.apex, validity)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Marks every name: authoritative, a delegation point, or below a cut or DNAME.
+/// Canonical order puts a name's descendants right after it, so one pass with
+/// the innermost cut in hand is enough.
+fn classify(apex: &Name, nodes: &BTreeMap<Name, Node>) -> BTreeMap<Name, Standing> {
+    let mut standing = BTreeMap::new();
+    let mut cut: Option<&Name> = None;
+    for (name, node) in nodes {
+        if cut.is_some_and(|c| name.is_below(c)) {
+            standing.insert(name.clone(), Standing::Occluded);
+            continue;
+        }
+        cut = None;
+        if name != apex && node.contains_key(&Rtype::NS.0) {
+            standing.insert(
+                name.clone(),
+                Standing::Delegation {
+                    secure: node.contains_key(&Rtype::DS.0),
+                },
+            );
+            cut = Some(name);
+        } else {
+            standing.insert(name.clone(), Standing::Authoritative);
+            if node.contains_key(&Rtype::DNAME.0) {
+                // RFC 6672 §2.4: names below a DNAME are occluded.
+                cut = Some(name);
+            }
+        }
+    }
+    standing
+}
+
+fn bitmap_for(node: &Node, standing: Standing, chain_type: Rtype) -> TypeBitmap {
+    let mut types: BTreeSet<Rtype> = match standing {
+        Standing::Delegation { .. } => delegation_types(node).collect(),
+        _ => node.keys().map(|&t| Rtype(t)).collect(),
+    };
+    let signed = match standing {
+        Standing::Authoritative => !types.is_empty(),
+        Standing::Delegation { secure } => secure,
+        Standing::Occluded => false,
+    };
+    if chain_type == Rtype::NSEC {
+        // The NSEC record itself is signed, so RRSIG is always present.
+        types.insert(Rtype::NSEC);
+        types.insert(Rtype::RRSIG);
+    } else if signed {
+        types.insert(Rtype::RRSIG);
+    }
+    TypeBitmap::new(types)
+}
+
+/// RFC 4034 §4: one NSEC per authoritative name and delegation point, in
+/// canonical order, the last pointing back to the apex.
+fn add_nsec_chain(
+    apex: &Name,
+    class: Class,
+    ttl: u32,
+    nodes: &mut BTreeMap<Name, Node>,
+    standing: &BTreeMap<Name, Standing>,
+) {
+    let chain: Vec<Name> = nodes
+        .keys()
+        .filter(|n| standing.get(*n).is_some_and(|s| *s != Standing::Occluded))
+        .cloned()
+        .collect();
+    let nexts = chain.iter().skip(1).chain(std::iter::once(apex));
+    let mut additions = Vec::with_capacity(chain.len());
+    for (name, next) in chain.iter().zip(nexts) {
+        let Some(node) = nodes.get(name) else {
+            continue;
+        };
+        let state = standing
+            .get(name)
+            .copied()
+            .unwrap_or(Standing::Authoritative);
+        additions.push(Record {
+            owner: name.clone(),
+            class,
+            ttl,
+            rdata: Rdata::Nsec(Nsec {
+                next: next.clone(),
+                types: bitmap_for(node, state, Rtype::NSEC),
+            }),
+        });
+    }
+    for record in additions {
+        nodes
+            .entry(record.owner.clone())
+            .or_default()
+            .insert(Rtype::NSEC.0, vec![record]);
+    }
+}
+
+/// RFC 5155 §7.1: an NSEC3 for every authoritative name, delegation point and
+/// empty non-terminal, ordered by hash; with opt-out, unsigned delegations
+/// are left out and every record carries the Opt-Out flag.
+fn nsec3_chain(
+    apex: &Name,
+    class: Class,
+    ttl: u32,
+    nodes: &BTreeMap<Name, Node>,
+    standing: &BTreeMap<Name, Standing>,
+    params: &Nsec3Settings,
+) -> Result<Vec<Record>, SignError> {
+    let empty = Node::new();
+    let mut members: BTreeMap<Name, (Standing, &Node)> = BTreeMap::new();
+    for (name, node) in nodes {
+        let state = standing
+            .get(name)
+            .copied()
+            .unwrap_or(Standing::Authoritative);
+        match state {
+            Standing::Occluded => continue,
+            Standing::Delegation { secure: false } if params.opt_out => {}
+            _ => {
+                let mut node = node;
+                if name == apex {
+                    // The apex lists NSEC3PARAM, added after the chain is made.
+                    node = nodes.get(name).unwrap_or(&empty);
+                }
+                members.insert(name.clone(), (state, node));
+            }
+        }
+        // Empty non-terminals between the name and the apex.
+        let mut ancestor = name.parent();
+        while let Some(a) = ancestor {
+            if !a.is_below(apex) || nodes.contains_key(&a) {
+                break;
+            }
+            members
+                .entry(a.clone())
+                .or_insert((Standing::Authoritative, &empty));
+            ancestor = a.parent();
+        }
+    }
+
+    let mut hashed: Vec<([u8; 20], Name, TypeBitmap)> = Vec::with_capacity(members.len());
+    for (name, (state, node)) in &members {
+        let mut bitmap_types: BTreeSet<Rtype> =
+            bitmap_for(node, *state, Rtype::NSEC3).iter().collect();
+        if name == apex {
+            bitmap_types.insert(Rtype::NSEC3PARAM);
+        }
+        let hash = nsec3_hash(name.as_wire(), &params.salt, params.iterations);
+        hashed.push((hash, name.clone(), TypeBitmap::new(bitmap_types)));
+    }
+    hashed.sort_unstable_by_key(|h| h.0);
+    for pair in hashed.windows(2) {
+        if let [a, b] = pair {
+            if a.0 == b.0 {
+                return Err(SignError::Nsec3Collision(a.1.to_string(), b.1.to_string()));
+            }
+        }
+    }
+    let flags = if params.opt_out {
+        NSEC3_FLAG_OPT_OUT
+    } else {
+        0
+    };
+    let first_hash = hashed.first().map(|h| h.0);
+    let nexts = hashed.iter().skip(1).map(|h| h.0).chain(first_hash);
+    let mut out = Vec::with_capacity(hashed.len());
+    for ((hash, _, types), next) in hashed.iter().zip(nexts) {
+        let owner = apex
+            .prepend_label(base32hex_encode(hash).as_bytes())
+            .map_err(|_| SignError::NameTooLong(apex.to_string()))?;
+        out.push(Record {
+            owner,
+            class,
+            ttl,
+            rdata: Rdata::Nsec3(Nsec3 {
+                hash_algorithm: NSEC3_HASH_SHA1,
+                flags,
+                iterations: params.iterations,
+                salt: params.salt.clone(),
+                next_hashed: next.to_vec(),
+                types: types.clone(),
+            }),
+        });
+    }
+    Ok(out)
+}
