@@ -14,7 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # the Frame Streams and dnstap readers (fstrm_capture, dnstap-ldns), dnspython,
 # the Prometheus text parser (metrics tests) and systemd-analyze (unit check).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
-    ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-prometheus-client
+    ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
+    python3-prometheus-client
     systemd)
 
 CURRENT_STEP="start"

@@ -286,8 +286,14 @@ fn zone_status(app: &App, args: &[String]) -> Reply {
     }
 }
 
-/// `ctl zone status ZONE`: `key: value` lines. The `dnssec` and `transfers`
-/// lines are placeholders until signing and transfers exist.
+fn unix_rfc3339(seconds: u64) -> String {
+    SystemTime::UNIX_EPOCH
+        .checked_add(std::time::Duration::from_secs(seconds))
+        .map_or_else(|| "-".to_string(), rfc3339)
+}
+
+/// `ctl zone status ZONE`: `key: value` lines. The `transfers` line is a
+/// placeholder until transfers exist.
 fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
     let mut lines = vec![format!("zone: {}", info.origin)];
     match &info.served {
@@ -308,7 +314,21 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
             lines.push("loaded from: - (not loaded: the file failed)".to_string());
         }
     }
-    lines.push("dnssec: unsigned".to_string());
+    match info.served.as_ref().and_then(|c| c.signed.as_ref()) {
+        Some(state) => {
+            lines.push(format!(
+                "dnssec: signed at {}, {} signatures, valid until {}",
+                unix_rfc3339(state.signed_at),
+                state.signatures,
+                unix_rfc3339(state.expires)
+            ));
+            lines.push(format!("next signing: {}", unix_rfc3339(state.next_resign)));
+            for (tag, algorithm, role) in &state.keys {
+                lines.push(format!("key: {tag} algorithm {algorithm} {role}"));
+            }
+        }
+        None => lines.push("dnssec: unsigned".to_string()),
+    }
     lines.push("transfers: none".to_string());
     lines
 }
@@ -469,6 +489,7 @@ mod tests {
                 names: 3,
                 loaded_at: SystemTime::UNIX_EPOCH,
                 file_modified: None,
+                signed: None,
             }),
         };
         assert_eq!(

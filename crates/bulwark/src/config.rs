@@ -57,6 +57,9 @@ pub struct ConfigFile {
     pub prometheus: crate::metrics_http::PrometheusSection,
     #[serde(default)]
     pub dnstap: crate::tap::DnstapSection,
+    /// Named signing policies, referred to by `[[zone]] dnssec_policy`.
+    #[serde(default)]
+    pub dnssec_policy: BTreeMap<String, crate::policy::PolicySection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +87,8 @@ pub struct ServerSection {
     /// Started as root: the user (and group) to switch to once bound.
     pub user: Option<Spanned<String>>,
     pub group: Option<Spanned<String>>,
+    /// Where signed zones' keys live (default `keys` beside the config file).
+    pub key_directory: Option<String>,
 }
 
 /// `[[listener]]`: one address and the ACL its queries go through.
@@ -120,6 +125,10 @@ pub struct ZoneSection {
     pub file: Spanned<String>,
     /// Who may query this zone.
     pub acl: Option<Spanned<String>>,
+    /// Sign the zone with this `[dnssec_policy.NAME]` (`default` needs no table).
+    pub dnssec_policy: Option<Spanned<String>>,
+    /// This zone's key directory, instead of `[server] key_directory`.
+    pub key_directory: Option<String>,
 }
 
 /// A zone to serve.
@@ -127,6 +136,15 @@ pub struct ZoneSection {
 pub struct ZoneSpec {
     pub origin: Name,
     pub path: PathBuf,
+    /// Set when bulwark signs the zone itself.
+    pub signing: Option<ZoneSigning>,
+}
+
+/// How bulwark signs a zone: its policy and where its keys are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSigning {
+    pub policy: Arc<crate::policy::DnssecPolicy>,
+    pub key_directory: PathBuf,
 }
 
 /// What the server runs with, validated.
@@ -418,6 +436,8 @@ fn resolve(
         &mut problems,
     );
     let mut zone_acls = ZoneAcls::default();
+    let policies = crate::policy::build_policies(&f.dnssec_policy, src, &mut problems);
+    let key_directory = base_dir.join(f.server.key_directory.as_deref().unwrap_or("keys"));
 
     // Zones: the file's, then the flags'.
     let mut zones: Vec<ZoneSpec> = Vec::new();
@@ -445,7 +465,36 @@ fn resolve(
                     {
                         zone_acls.0.insert(origin.clone(), acl);
                     }
-                    zones.push(ZoneSpec { origin, path });
+                    let signing = z.dnssec_policy.as_ref().and_then(|name| {
+                        let policy = match policies.get(name.get_ref()) {
+                            Some(p) => Arc::clone(p),
+                            None if name.get_ref() == "default" => {
+                                Arc::new(crate::policy::DnssecPolicy::default())
+                            }
+                            None => {
+                                problems.push(src.at(
+                                    name.span(),
+                                    format!(
+                                        "dnssec_policy: no [dnssec_policy.{}] is defined",
+                                        name.get_ref()
+                                    ),
+                                ));
+                                return None;
+                            }
+                        };
+                        Some(ZoneSigning {
+                            policy,
+                            key_directory: z
+                                .key_directory
+                                .as_ref()
+                                .map_or_else(|| key_directory.clone(), |d| base_dir.join(d)),
+                        })
+                    });
+                    zones.push(ZoneSpec {
+                        origin,
+                        path,
+                        signing,
+                    });
                 }
             }
             Err(e) => problems.push(src.at(
@@ -472,6 +521,7 @@ fn resolve(
                     zones.push(ZoneSpec {
                         origin,
                         path: PathBuf::from(path),
+                        signing: None,
                     });
                 }
             }

@@ -50,6 +50,7 @@ impl DemoZone {
         Some(ZoneSpec {
             origin: parse_origin(DEMO_ORIGIN).ok()?,
             path: self.path.clone(),
+            signing: None,
         })
     }
 }

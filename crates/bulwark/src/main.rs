@@ -25,6 +25,7 @@ mod handler;
 mod keys_cli;
 mod logging;
 mod metrics_http;
+mod policy;
 mod privileges;
 mod query_log;
 mod server;
@@ -34,6 +35,7 @@ mod signing;
 mod slip;
 mod stats;
 mod tap;
+mod zone_signer;
 mod zones;
 
 use std::process::ExitCode;

@@ -28,6 +28,31 @@ use crate::stats::StatsRegistry;
 use crate::tap::TapSource;
 use crate::zones::Zones;
 
+/// Re-signs signed zones when their pass is due (see `zone_signer`). It looks
+/// again at least every minute, so zones added by a reload are picked up.
+async fn resign_forever(app: Arc<App>) {
+    const LONGEST_WAIT: u64 = 60;
+    loop {
+        let now = crate::signing::unix_now();
+        let wait = app
+            .zones
+            .next_resign()
+            .map_or(LONGEST_WAIT, |due| due.saturating_sub(now))
+            .clamp(1, LONGEST_WAIT);
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(wait)) => {}
+            _ = app.shutdown.wait() => return,
+        }
+        let pass = Arc::clone(&app);
+        let now = crate::signing::unix_now();
+        match tokio::task::spawn_blocking(move || pass.zones.resign_due(now)).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(zones = n, "signing pass done"),
+            Err(e) => tracing::error!(error = %e, "signing pass failed"),
+        }
+    }
+}
+
 /// Where the zone list comes from on a reload.
 #[derive(Debug)]
 pub(crate) enum ZoneSource {
@@ -361,6 +386,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(listener) = prometheus {
         runtime.spawn(crate::metrics_http::serve(listener, Arc::clone(&app)));
     }
+    runtime.spawn(resign_forever(Arc::clone(&app)));
     {
         let app = Arc::clone(&app);
         runtime.spawn(async move {

@@ -10,11 +10,13 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 use bulwark_proto::wire::Reader;
-use bulwark_proto::Name;
-use bulwark_zone::load::load_zone_file_with_warnings;
+use bulwark_proto::{Name, Record};
+use bulwark_zone::load::{load_records, load_zone_file_with_warnings, LoadError, Loaded};
 use bulwark_zone::{Zone, ZoneSet};
 
-use crate::config::ZoneSpec;
+use crate::config::{ZoneSigning, ZoneSpec};
+use crate::signing::unix_now;
+use crate::zone_signer::{sign_for_serving, SignedState};
 
 /// What became of one zone in a (re)load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,9 @@ struct LoadedZone {
     loaded_at: SystemTime,
     /// The file's modification time when this copy was read.
     modified: Option<SystemTime>,
+    /// For a zone bulwark signs: the unsigned records the signatures were
+    /// made over (re-signing starts from them) and what the last pass made.
+    signed: Option<(Arc<Vec<Record>>, SignedState)>,
 }
 
 impl LoadedZone {
@@ -90,6 +95,7 @@ impl LoadedZone {
             modified: std::fs::metadata(&spec.path)
                 .and_then(|m| m.modified())
                 .ok(),
+            signed: None,
         }
     }
 }
@@ -110,6 +116,7 @@ pub struct ServedCopy {
     pub names: usize,
     pub loaded_at: SystemTime,
     pub file_modified: Option<SystemTime>,
+    pub signed: Option<SignedState>,
 }
 
 /// Why a single-zone reload did not happen.
@@ -203,6 +210,69 @@ impl Zones {
         Ok(outcome)
     }
 
+    /// Each signed zone with the expiry of its earliest signature.
+    pub fn signature_expiries(&self) -> Vec<(Name, u64)> {
+        let table = self.lock();
+        let mut v: Vec<(Name, u64)> = table
+            .loaded
+            .iter()
+            .filter_map(|(apex, l)| Some((apex.clone(), l.signed.as_ref()?.1.expires)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// When the earliest signed zone wants its next signing pass.
+    pub fn next_resign(&self) -> Option<u64> {
+        let table = self.lock();
+        table
+            .loaded
+            .values()
+            .filter_map(|l| l.signed.as_ref().map(|(_, state)| state.next_resign))
+            .min()
+    }
+
+    /// Re-signs every signed zone whose pass is due at `now` from the unsigned
+    /// records it was loaded with; a zone that fails keeps the copy it has.
+    pub fn resign_due(&self, now: u64) -> usize {
+        let mut table = self.lock();
+        let due: Vec<(ZoneSpec, Arc<Vec<Record>>)> = table
+            .specs
+            .iter()
+            .filter_map(|spec| {
+                let (unsigned, state) = table.loaded.get(&spec.origin)?.signed.as_ref()?;
+                (state.next_resign <= now).then(|| (spec.clone(), Arc::clone(unsigned)))
+            })
+            .collect();
+        let mut resigned: usize = 0;
+        for (spec, unsigned) in due {
+            let Some(signing) = &spec.signing else {
+                continue;
+            };
+            match sign_and_build(&spec, signing, unsigned, now) {
+                Ok(copy) => {
+                    table.loaded.insert(spec.origin.clone(), copy);
+                    resigned = resigned.saturating_add(1);
+                }
+                Err(problems) => {
+                    for p in &problems {
+                        tracing::error!(zone = %spec.origin, "re-signing: {p}");
+                    }
+                    // Try again in a minute rather than spin.
+                    if let Some(l) = table.loaded.get_mut(&spec.origin) {
+                        if let Some((_, state)) = l.signed.as_mut() {
+                            state.next_resign = now.saturating_add(60);
+                        }
+                    }
+                }
+            }
+        }
+        if resigned > 0 {
+            self.publish(&table);
+        }
+        resigned
+    }
+
     /// Every configured zone, sorted by origin.
     pub fn infos(&self) -> Vec<ZoneInfo> {
         let table = self.lock();
@@ -217,6 +287,7 @@ impl Zones {
                     names: l.zone.node_count(),
                     loaded_at: l.loaded_at,
                     file_modified: l.modified,
+                    signed: l.signed.as_ref().map(|(_, state)| state.clone()),
                 }),
             })
             .collect();
@@ -259,8 +330,12 @@ impl Zones {
 /// old one when the file fails, or none).
 fn load_one(spec: &ZoneSpec, old: Option<&LoadedZone>) -> (ZoneOutcome, Option<LoadedZone>) {
     let origin = spec.origin.clone();
-    match load_zone_file_with_warnings(&spec.origin, &spec.path) {
-        Ok(loaded) => {
+    let loaded = match &spec.signing {
+        None => load_zone_file_with_warnings(&spec.origin, &spec.path).map(|l| (l, None)),
+        Some(signing) => load_and_sign(spec, signing),
+    };
+    match loaded {
+        Ok((loaded, signed)) => {
             for w in loaded.warning_lines(&spec.path.display().to_string()) {
                 tracing::warn!(zone = %origin, "{w}");
             }
@@ -280,7 +355,10 @@ fn load_one(spec: &ZoneSpec, old: Option<&LoadedZone>) -> (ZoneOutcome, Option<L
                     serial,
                     nodes,
                 },
-                Some(LoadedZone::read(spec, zone)),
+                Some(LoadedZone {
+                    signed,
+                    ..LoadedZone::read(spec, zone)
+                }),
             )
         }
         Err(e) => {
@@ -310,6 +388,73 @@ fn load_one(spec: &ZoneSpec, old: Option<&LoadedZone>) -> (ZoneOutcome, Option<L
     }
 }
 
+/// Threads a signing pass may use: all but one core, so answering goes on.
+fn signing_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
+}
+
+type SignedCopy = (Arc<Vec<Record>>, SignedState);
+
+/// Reads and signs a zone bulwark signs itself.
+fn load_and_sign(
+    spec: &ZoneSpec,
+    signing: &ZoneSigning,
+) -> Result<(Loaded, Option<SignedCopy>), LoadError> {
+    let file = spec.path.display().to_string();
+    let records =
+        bulwark_zone::parse_file(&spec.path, &spec.origin).map_err(|diagnostics| LoadError {
+            problems: diagnostics.iter().map(ToString::to_string).collect(),
+        })?;
+    // The unsigned zone is checked on its own first, so its problems are
+    // reported against the file, not the signer's output.
+    load_records(&spec.origin, records.clone(), &file)?;
+    let unsigned = Arc::new(records);
+    let (signed, state) = sign_records(spec, signing, &unsigned, unix_now())?;
+    let loaded = load_records(&spec.origin, signed, &file)?;
+    Ok((loaded, Some((unsigned, state))))
+}
+
+fn sign_records(
+    spec: &ZoneSpec,
+    signing: &ZoneSigning,
+    unsigned: &[Record],
+    now: u64,
+) -> Result<(Vec<Record>, SignedState), LoadError> {
+    sign_for_serving(
+        &spec.origin,
+        signing,
+        unsigned.to_vec(),
+        now,
+        signing_threads(),
+    )
+    .map_err(|e| LoadError {
+        problems: vec![format!("{}: signing: {e:#}", spec.path.display())],
+    })
+}
+
+/// A re-signing pass: sign the kept unsigned records, build the zone.
+fn sign_and_build(
+    spec: &ZoneSpec,
+    signing: &ZoneSigning,
+    unsigned: Arc<Vec<Record>>,
+    now: u64,
+) -> Result<LoadedZone, Vec<String>> {
+    let (signed, state) = sign_records(spec, signing, &unsigned, now).map_err(|e| e.problems)?;
+    let loaded = load_records(&spec.origin, signed, &spec.path.display().to_string())
+        .map_err(|e| e.problems)?;
+    Ok(LoadedZone {
+        zone: Arc::new(loaded.zone),
+        loaded_at: SystemTime::now(),
+        modified: std::fs::metadata(&spec.path)
+            .and_then(|m| m.modified())
+            .ok(),
+        signed: Some((unsigned, state)),
+    })
+}
+
 /// The serial from the apex SOA's rdata: after MNAME and RNAME (RFC 1035 §3.3.13).
 pub fn soa_serial(zone: &Zone) -> Option<u32> {
     let rdata = zone.soa()?.rdatas().next()?;
@@ -330,6 +475,7 @@ mod tests {
         let spec = ZoneSpec {
             origin: "nowhere.test.".parse().unwrap(),
             path: PathBuf::from("/nonexistent/bulwark/zone"),
+            signing: None,
         };
         let report = zones.load(&[spec]);
         assert!(!report.all_loaded());

@@ -1,0 +1,260 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! Online signing: a zone with a `dnssec_policy` is served signed, its
+//! signatures validate in dnspython, keys are made once and kept across
+//! restarts, the re-signing pass refreshes signatures, and a bad policy is a
+//! configuration error that says where.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hickory_proto::rr::RecordType;
+use support::{QuerySpec, Server, Transport};
+
+const ORIGIN: &str = "signed.test.";
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+const ZONE: &str = "$ORIGIN signed.test.\n$TTL 300\n\
+@ IN SOA ns1 hostmaster 1 3600 900 604800 300\n  IN NS ns1\n  IN MX 10 mail\n\
+ns1 IN A 192.0.2.1\nwww IN A 192.0.2.80\n    IN AAAA 2001:db8::80\nmail IN A 192.0.2.25\n\
+*.wild IN TXT \"wildcard\"\nx.y.ent IN TXT \"below empty non-terminals\"\n\
+sub IN NS ns.sub\nns.sub IN A 192.0.2.53\nsecure IN NS ns.outside.example.\n\
+secure IN DS 12345 13 2 2BB183AF5F22588179A53B0A98631FAD1A292118D2C0AE2E1FA19E0D7C6E1F70\n";
+
+fn write_setup(dir: &Path, policy: &str) -> PathBuf {
+    fs::write(dir.join("zone.db"), ZONE).unwrap();
+    let config = dir.join("bulwark.toml");
+    fs::write(
+        &config,
+        format!(
+            "[server]\nthreads = 1\n\n[dnssec_policy.test]\n{policy}\n\n[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"zone.db\"\ndnssec_policy = \"test\"\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+fn start(config: &Path) -> Server {
+    let arg = config.display().to_string();
+    support::spawn_bulwark(&[], &["--config", arg.as_str()])
+}
+
+fn ask(server: &Server, qname: &str, qtype: RecordType) -> support::Answer {
+    support::query_retry(
+        server.addr,
+        &QuerySpec::new(qname, qtype),
+        Transport::Udp,
+        TIMEOUT,
+        3,
+    )
+    .unwrap()
+}
+
+/// RDATA bytes from the RFC 3597 generic form (`\\# LEN HEX`) the test
+/// client renders DNSSEC types in.
+fn generic_bytes(text: &str) -> Vec<u8> {
+    let hex: String = text.split_whitespace().skip(2).collect();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The DNSKEY RRset as served, sorted.
+fn dnskeys(server: &Server) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = ask(server, ORIGIN, RecordType::DNSKEY)
+        .rdata_of("DNSKEY")
+        .iter()
+        .map(|k| generic_bytes(k))
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn dnspython_check(server: &Server, rrsets: &[&str]) -> String {
+    let Some(_) = support::require_tool("python3") else {
+        return String::new();
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dnssec_check.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(server.addr.ip().to_string())
+        .arg(server.addr.port().to_string())
+        .arg(ORIGIN)
+        .args(rrsets)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "dnspython rejected the served signatures:\n{text}\nserver log:\n{}",
+        server.process.log()
+    );
+    text
+}
+
+#[test]
+fn a_zone_with_a_policy_is_served_signed_and_validates_in_dnspython() {
+    let dir = support::temp_dir("dnssec-online-");
+    let config = write_setup(dir.path(), "nsec3 = true\nnsec3_salt_length = 4");
+    let server = start(&config);
+
+    // A KSK and a ZSK were made in the default key directory, private halves
+    // readable by their owner only.
+    let mut private: Vec<PathBuf> = fs::read_dir(dir.path().join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "private"))
+        .collect();
+    private.sort();
+    assert_eq!(private.len(), 2, "{private:?}");
+    for p in &private {
+        assert_eq!(fs::metadata(p).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    let keys = dnskeys(&server);
+    assert_eq!(keys.len(), 2);
+    // Flags 257 (KSK) and 256 (ZSK), protocol 3, algorithm 13.
+    assert!(
+        keys.iter().any(|k| k.starts_with(&[1, 1, 3, 13])),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().any(|k| k.starts_with(&[1, 0, 3, 13])),
+        "{keys:?}"
+    );
+
+    let param = ask(&server, ORIGIN, RecordType::NSEC3PARAM).rdata_of("NSEC3PARAM");
+    assert_eq!(param.len(), 1);
+    // SHA-1, no flags, 0 iterations (RFC 9276), a 4-octet salt.
+    assert_eq!(generic_bytes(&param[0])[..5], [1, 0, 0, 0, 4], "{param:?}");
+
+    let report = dnspython_check(
+        &server,
+        &[
+            "signed.test./SOA",
+            "signed.test./NS",
+            "signed.test./MX",
+            "signed.test./CDS",
+            "signed.test./CDNSKEY",
+            "signed.test./NSEC3PARAM",
+            "www.signed.test./A",
+            "www.signed.test./AAAA",
+            "*.wild.signed.test./TXT",
+            "x.y.ent.signed.test./TXT",
+        ],
+    );
+    assert_eq!(
+        report.lines().filter(|l| l.starts_with("ok ")).count(),
+        11,
+        "{report}"
+    );
+}
+
+/// (inception, expiration) of the RRSIG covering www's A record
+/// (RFC 4034 §3.1: type covered, algorithm, labels, TTL, expiration, inception).
+fn www_signature_times(server: &Server) -> (u32, u32) {
+    let sigs = ask(server, "www.signed.test.", RecordType::RRSIG).rdata_of("RRSIG");
+    let sig = sigs
+        .iter()
+        .map(|s| generic_bytes(s))
+        .find(|s| s[..2] == [0, 1])
+        .unwrap_or_else(|| panic!("no RRSIG A at www: {sigs:?}"));
+    let at = |i: usize| u32::from_be_bytes(sig[i..i + 4].try_into().unwrap());
+    (at(12), at(8))
+}
+
+#[test]
+fn the_resigning_pass_refreshes_signatures_and_a_restart_keeps_the_keys() {
+    let dir = support::temp_dir("dnssec-resign-");
+    let config = write_setup(
+        dir.path(),
+        "signature_validity = \"1h\"\nsignature_refresh = \"10m\"\nsignature_jitter = \"0\"\nresign_interval = \"1s\"\nsignature_inception_offset = \"5m\"",
+    );
+    let server = start(&config);
+    let keys = dnskeys(&server);
+    let first = www_signature_times(&server);
+    // Signature times have a resolution of one second: a pass a second or
+    // more later writes new ones.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut later = www_signature_times(&server);
+    while later == first {
+        assert!(
+            Instant::now() < deadline,
+            "signatures never refreshed: {first:?}\n{}",
+            server.process.log()
+        );
+        std::thread::yield_now();
+        later = www_signature_times(&server);
+    }
+    assert!(
+        later.0 > first.0 && later.1 > first.1,
+        "{first:?} then {later:?}"
+    );
+    dnspython_check(&server, &["www.signed.test./A", "signed.test./SOA"]);
+    drop(server);
+
+    // The keys are in files: a new process signs with the same ones.
+    let server = start(&config);
+    assert_eq!(dnskeys(&server), keys);
+    assert!(server.process.log().matches("DNSSEC key generated").count() == 0);
+}
+
+fn check_config(config: &Path) -> (bool, String) {
+    let out = Command::new(support::bulwark_bin())
+        .arg("check-config")
+        .arg(config)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn policy_mistakes_are_configuration_errors_that_say_where() {
+    let dir = support::temp_dir("dnssec-config-");
+    let config = write_setup(
+        dir.path(),
+        "algorithm = \"GOST\"\nsignature_validity = \"2d\"\nsignature_refresh = \"3d\"\nresign_interval = \"soon\"",
+    );
+    let (ok, err) = check_config(&config);
+    assert!(!ok);
+    let file = config.display().to_string();
+    for expected in [
+        format!("{file}:5:13: algorithm: `GOST` is not one of"),
+        format!("{file}:7:21: signature_refresh: must be shorter than signature_validity"),
+        format!("{file}:8:19: resign_interval: `soon` is not a duration"),
+    ] {
+        assert!(err.contains(&expected), "missing {expected:?} in:\n{err}");
+    }
+
+    fs::write(
+        &config,
+        format!(
+            "[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"zone.db\"\ndnssec_policy = \"nowhere\"\n"
+        ),
+    )
+    .unwrap();
+    let (ok, err) = check_config(&config);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!(
+            "{file}:4:17: dnssec_policy: no [dnssec_policy.nowhere] is defined"
+        )),
+        "{err}"
+    );
+}
