@@ -23,6 +23,11 @@ impl Proved {
         self.nodes.clear();
     }
 
+    /// Notes a node whose NSEC is already in the response (as an answer).
+    pub(crate) fn mark(&mut self, node: &Node) {
+        let _ = self.first_time(node);
+    }
+
     /// True the first time a node is offered.
     fn first_time(&mut self, node: &Node) -> bool {
         let key = core::ptr::from_ref(node) as usize;

@@ -68,3 +68,16 @@ pub(crate) fn push_signed(
     }
     Ok(())
 }
+
+/// What a DO query for type RRSIG gets, as from Knot: not every signature at
+/// the name (an RRSIG "RRset" mixes the signatures of all its RRsets, RFC
+/// 4035 §3.1.5 leaves it open), but those covering the lowest type signed
+/// there, with that RRset's TTL (RFC 4034 §3). `None` when the name has none.
+pub(crate) fn rrsig_query_answer(node: &Node) -> Option<(Rtype, u32)> {
+    let sigs = node.rrset(Rtype::RRSIG)?;
+    // RFC 4034 §3.1: Type Covered opens the rdata; canonical order sorts by it.
+    let first = sigs.first()?;
+    let covered = Rtype(u16::from_be_bytes([*first.first()?, *first.get(1)?]));
+    let ttl = node.rrset(covered).map_or(sigs.ttl(), RRset::ttl);
+    Some((covered, ttl))
+}

@@ -13,7 +13,7 @@ use crate::any::minimal_any;
 use crate::cname::{self, Chain};
 use crate::denial::{Proved, Prover};
 use crate::dname::{self, Substitution};
-use crate::dnssec::{push_signed, Signing};
+use crate::dnssec::{push_rrsigs, push_signed, rrsig_query_answer, Signing};
 use crate::imputed::Imputed;
 use crate::lookup::{self, Found};
 use crate::negative::deny_existence;
@@ -210,7 +210,14 @@ fn answer_at_node(
     signing: Option<Signing<'_>>,
     scratch: &mut Scratch,
 ) -> Next {
-    let additional = &mut scratch.additional;
+    if qtype == Rtype::RRSIG && signing.is_some() {
+        if let Some((covered, ttl)) = rrsig_query_answer(node) {
+            if push_rrsigs(resp, Section::Answer, owner, node, covered, ttl).is_err() {
+                resp.set_truncated();
+            }
+            return Next::Done;
+        }
+    }
     let rrset = if qtype == Rtype::ANY {
         minimal_any(node)
     } else {
@@ -232,7 +239,11 @@ fn answer_at_node(
             return Next::Done;
         }
         // As Knot does, also for the one RRset an ANY query gets.
-        additional.queue_targets(rrset.rtype(), rrset);
+        scratch.additional.queue_targets(rrset.rtype(), rrset);
+        // An NSEC asked for is not repeated as a proof (a wildcard's, say).
+        if signing.is_some() && rrset.rtype() == Rtype::NSEC {
+            scratch.proved.mark(node);
+        }
         return Next::Done;
     }
     // RRSIG and NSEC live beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1): they
