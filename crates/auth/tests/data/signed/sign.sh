@@ -14,7 +14,10 @@ dnssec-keygen -q -K . -a ECDSAP256SHA256 diff.test >/dev/null
 sign() {
     out=$1; shift
     dnssec-signzone -q -K . -S -o diff.test -s 20240101000000 -e 20360101000000 \
-        -O full -f "$here/$out" "$@" diff.zone
+        -O full -f signed.zone "$@" diff.zone
+    { echo "; origin: diff.test."
+      echo "; Made by sign.sh from crates/bulwark/tests/data/diff.zone; do not edit."
+      cat signed.zone; } > "$here/$out"
 }
 sign diff-nsec.zone
 sign diff-nsec3.zone -3 - -H 0
