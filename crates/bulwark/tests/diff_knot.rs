@@ -725,7 +725,7 @@ fn hashed_owner(path: &Path) -> Option<String> {
 /// plus DO=0 queries that must stay as for an unsigned zone.
 fn generate_signed_queries(hashed: Option<String>) -> Vec<(QuerySpec, Transport)> {
     use RecordType::*;
-    let mut rng = Rng(0x5e_c0de_d0_0d1e);
+    let mut rng = Rng(0x5ec0_ded0_0d1e);
     let mut names: Vec<String> = NAMES.iter().map(|n| absolute(n)).collect();
     names.extend(
         [
