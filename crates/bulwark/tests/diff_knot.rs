@@ -755,6 +755,7 @@ fn generate_signed_queries(hashed: Option<String>) -> Vec<(QuerySpec, Transport)
             if rng.one_in(4) {
                 spec.qname = mix_case(&spec.qname, &mut rng);
             }
+            spec.cd = rng.one_in(8);
             spec.edns = Some(EdnsSpec {
                 payload: 4096,
                 dnssec_ok: !rng.one_in(8),
@@ -767,6 +768,17 @@ fn generate_signed_queries(hashed: Option<String>) -> Vec<(QuerySpec, Transport)
             };
             out.push((spec, transport));
         }
+    }
+    // RFC 6672 §2.2: a DNAME substitution that overflows is YXDOMAIN, with
+    // the signed SOA.
+    for qtype in [A, DNAME_TYPE] {
+        let mut spec = QuerySpec::new(&overlong_dname_target(), qtype);
+        spec.edns = Some(EdnsSpec {
+            payload: 4096,
+            dnssec_ok: true,
+            version: 0,
+        });
+        out.push((spec, Transport::Udp));
     }
     // Too little room for the signatures and proofs: TC (RFC 4035 §3.1.1).
     for (name, qtype) in [
@@ -792,15 +804,28 @@ fn generate_signed_queries(hashed: Option<String>) -> Vec<(QuerySpec, Transport)
 
 /// Differences from knotd in signed answers, each with its reason. The
 /// unsigned table above applies too.
-const SIGNED_DELIBERATE_DIFFERENCES: &[Deliberate] = &[Deliberate {
-    applies: |q| q.qtype == u16::from(RecordType::RRSIG) && !q.edns.is_some_and(|e| e.dnssec_ok),
-    field: Field::Answer,
-    reason: "a query for type RRSIG without DO gets every RRSIG at the name, as before \
+const SIGNED_DELIBERATE_DIFFERENCES: &[Deliberate] = &[
+    Deliberate {
+        applies: |q| {
+            q.qtype == u16::from(RecordType::RRSIG) && !q.edns.is_some_and(|e| e.dnssec_ok)
+        },
+        field: Field::Answer,
+        reason: "a query for type RRSIG without DO gets every RRSIG at the name, as before \
              DNSSEC answering existed (answers without DO are kept unchanged); with DO, \
              bulwark answers like knotd 3.2: only the RRSIGs covering the lowest type \
              signed there. knotd does that with and without DO (RFC 4035 §3.1.5 does \
              not say which RRSIGs a QTYPE=RRSIG answer holds)",
-}];
+    },
+    Deliberate {
+        applies: |q| q.qname.len() > 200,
+        field: Field::Authority,
+        reason: "a DNAME substitution that overflows is YXDOMAIN (RFC 6672 §2.2): the \
+                 signed DNAME in the answer is the proof, there is nothing to deny, so \
+                 bulwark sends the signed SOA only. knotd 3.2 adds, in NSEC3 zones only, \
+                 the NSEC3 of the DNAME's target (inside.diff.test.), which proves \
+                 nothing about the query (its NSEC zone gets the SOA only, like bulwark)",
+    },
+];
 
 fn signed_deliberate(spec: &QuerySpec, field: Field) -> bool {
     SIGNED_DELIBERATE_DIFFERENCES
