@@ -735,6 +735,31 @@ fn a_required_rrsig_that_does_not_fit_sets_tc() {
 }
 
 #[test]
+fn nsec3_hashes_use_the_zones_salt_and_iterations() {
+    // Signed with salt AB12CD34 and 5 extra iterations (RFC 5155 §5).
+    let zs = zoneset(&[zone(
+        ORIGIN,
+        include_str!("data/signed/diff-nsec3-salted.zone"),
+    )]);
+    let salted = |name: &str| {
+        let h = bulwark_crypto::nsec3_hash(&wire_name(name), &[0xab, 0x12, 0xcd, 0x34], 5);
+        format!("{}.{ORIGIN}", base32hex(&h))
+    };
+    let wire = ask_wire(&zs, &query_do(&abs("www"), RecordType::MX, 4096, true));
+    let m = Message::from_vec(&wire).unwrap();
+    let h = salted("www.diff.test.");
+    assert_eq!(
+        shown(m.name_servers()),
+        vec![
+            "diff.test. SOA".to_string(),
+            "diff.test. RRSIG(SOA)".to_string(),
+            format!("{h} NSEC3"),
+            format!("{h} RRSIG(NSEC3)"),
+        ]
+    );
+}
+
+#[test]
 fn zones_loaded_from_the_fixtures_are_signed() {
     for kind in ALL {
         let text = match kind {

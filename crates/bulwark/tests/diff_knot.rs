@@ -885,6 +885,11 @@ fn bulwark_answers_nsec3_signed_zone_like_knotd() {
 }
 
 #[test]
+fn bulwark_answers_salted_nsec3_zone_like_knotd() {
+    signed_zone_answers_like_knotd("diff-nsec3-salted.zone");
+}
+
+#[test]
 fn bulwark_answers_nsec3_opt_out_zone_like_knotd() {
     signed_zone_answers_like_knotd("diff-optout.zone");
 }

@@ -22,3 +22,4 @@ sign() {
 sign diff-nsec.zone
 sign diff-nsec3.zone -3 - -H 0
 sign diff-optout.zone -3 - -H 0 -A
+sign diff-nsec3-salted.zone -3 ab12cd34 -H 5
