@@ -7,6 +7,7 @@ use bulwark_proto::wire::Reader;
 use bulwark_proto::{Name, Rtype};
 use bulwark_zone::zone::{RRset, Zone};
 
+use crate::dnssec::push_rrsigs;
 use crate::response::Response;
 
 /// Target names waiting to have their addresses added, kept between queries so
@@ -59,7 +60,10 @@ impl Additional {
     /// RFC 2181 §9: additional data that does not fit is left out, without TC —
     /// except a referral's in-domain glue, which RFC 9471 §3 requires: if it does
     /// not fit, the response is marked truncated so the resolver retries over TCP.
-    pub(crate) fn write(&self, resp: &mut Response<'_>, zone: &Zone) {
+    /// With `signed`, an authoritative address RRset is followed by its RRSIGs
+    /// when they fit, and left unsigned without TC when they do not (RFC 4035
+    /// §3.1.1); glue has no signatures to add.
+    pub(crate) fn write(&self, resp: &mut Response<'_>, zone: &Zone, signed: bool) {
         for target in &self.targets {
             if !target.ends_with(zone.apex()) {
                 continue;
@@ -82,6 +86,16 @@ impl Additional {
                         .is_some_and(|cut| target.ends_with(cut));
                     if pushed.is_err() && required {
                         resp.set_truncated();
+                    }
+                    if pushed.is_ok() && signed {
+                        let _ = push_rrsigs(
+                            resp,
+                            Section::Additional,
+                            target,
+                            node,
+                            rtype,
+                            rrset.ttl(),
+                        );
                     }
                 }
             }

@@ -3,9 +3,10 @@
 //! zones is left to the resolver), until the chain ends, loops or grows too long.
 
 use bulwark_proto::message::Section;
-use bulwark_proto::{Name, Rtype};
-use bulwark_zone::zone::RRset;
+use bulwark_proto::Name;
+use bulwark_zone::zone::{Node, RRset};
 
+use crate::dnssec::{push_signed, Signing};
 use crate::response::Response;
 
 /// How many CNAMEs (given or synthesized) one answer follows.
@@ -16,19 +17,26 @@ pub(crate) fn target(cname: &RRset) -> Option<Name> {
     cname.rdatas().next().and_then(|r| Name::from_wire(r).ok())
 }
 
-/// Writes the CNAME at `owner` (the name as asked) and returns its target, the
-/// name the answer continues at; `None` when it did not fit (TC is then set) or
-/// its rdata is not a name.
-pub(crate) fn follow_cname(resp: &mut Response<'_>, owner: &Name, cname: &RRset) -> Option<Name> {
-    if resp
-        .push_rrset(
-            Section::Answer,
-            owner,
-            Rtype::CNAME,
-            cname.ttl(),
-            cname.rdatas(),
-        )
-        .is_err()
+/// Writes the CNAME at `owner` (the name as asked), signed when `signing`, and
+/// returns its target, the name the answer continues at; `None` when it did
+/// not fit (TC is then set) or its rdata is not a name.
+pub(crate) fn follow_cname(
+    resp: &mut Response<'_>,
+    owner: &Name,
+    node: &Node,
+    cname: &RRset,
+    signing: Option<Signing<'_>>,
+) -> Option<Name> {
+    if push_signed(
+        resp,
+        Section::Answer,
+        owner,
+        node,
+        cname,
+        cname.ttl(),
+        signing,
+    )
+    .is_err()
     {
         resp.set_truncated();
         return None;

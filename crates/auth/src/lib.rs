@@ -5,7 +5,8 @@
 //! limit, OPT with NSID, COOKIE and keepalive), `chaos` (server identity), the
 //! zone's access check, `lookup` with `wildcard`, then `solve`'s answer / `cname`
 //! / `dname` / `referral` / `negative` / `any`, `additional`, the RRL class
-//! (`imputed`), and last the cookie policy. `response` writes the message.
+//! (`imputed`), and last the cookie policy. With the DO bit and a signed zone,
+//! `dnssec` adds each RRset's signatures and `denial` the NSEC/NSEC3 proofs. `response` writes the message.
 //! `Answerer::answer` is the same with no defences.
 #![forbid(unsafe_code)]
 #![deny(
@@ -25,7 +26,9 @@ mod any;
 mod chaos;
 mod cname;
 mod cookie;
+mod denial;
 mod dname;
+mod dnssec;
 mod edns;
 mod imputed;
 mod lookup;
@@ -338,7 +341,16 @@ impl Answerer {
             Access::Drop => return AnswerOutcome::Denied,
         }
         resp.set_authoritative(true);
-        solve::answer_in_zone(&mut resp, zone, &q.qname, q.qtype, &mut self.scratch);
+        // RFC 3225 §3: DO asks for the DNSSEC records of a signed zone.
+        let dnssec_ok = edns.as_ref().is_some_and(|e| e.dnssec_ok);
+        solve::answer_in_zone(
+            &mut resp,
+            zone,
+            &q.qname,
+            q.qtype,
+            dnssec_ok,
+            &mut self.scratch,
+        );
         finish(
             resp,
             config.cookies,

@@ -19,11 +19,21 @@ pub(crate) enum Found<'z> {
         closest_encloser: usize,
     },
     /// A zone cut at or above the name: the answer is a referral (RFC 1034 §4.3.2 3b).
-    Delegation { cut: Name, ns: &'z RRset },
+    /// `node` is the cut's node (its DS or NSEC prove the delegation's security).
+    Delegation {
+        cut: Name,
+        node: &'z Node,
+        ns: &'z RRset,
+    },
     /// A DNAME at a proper ancestor rewrites the name (RFC 6672 §3.2).
-    Dname { owner: Name, dname: &'z RRset },
-    /// Neither the name nor a wildcard exists.
-    NxDomain,
+    Dname {
+        owner: Name,
+        node: &'z Node,
+        dname: &'z RRset,
+    },
+    /// Neither the name nor a wildcard exists. `closest_encloser` is the
+    /// offset in the name's wire form where its closest encloser starts.
+    NxDomain { closest_encloser: usize },
     /// The zone has no apex node: it cannot be answered from.
     Broken,
 }
@@ -79,7 +89,7 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
         if depth > 0 && !(at_name && qtype == Rtype::DS) {
             if let Some(ns) = node.rrset(Rtype::NS) {
                 return match owner_at(wire, start) {
-                    Some(cut) => Found::Delegation { cut, ns },
+                    Some(cut) => Found::Delegation { cut, node, ns },
                     None => Found::Broken,
                 };
             }
@@ -90,7 +100,7 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
         // RFC 6672 §2.3: a DNAME redirects the names below its owner, not the owner.
         if let Some(dname) = node.rrset(Rtype::DNAME) {
             return match owner_at(wire, start) {
-                Some(owner) => Found::Dname { owner, dname },
+                Some(owner) => Found::Dname { owner, node, dname },
                 None => Found::Broken,
             };
         }
@@ -106,15 +116,18 @@ fn owner_at(wire: &[u8], start: usize) -> Option<Name> {
 
 /// The name does not exist below the closest encloser at `ce_start`.
 fn wildcard_at<'z>(zone: &'z Zone, wire: &[u8], ce_start: usize) -> Found<'z> {
+    let nxdomain = Found::NxDomain {
+        closest_encloser: ce_start,
+    };
     if !zone.has_wildcards() {
-        return Found::NxDomain;
+        return nxdomain;
     }
     match owner_at(wire, ce_start).and_then(|ce| wildcard::source(zone, &ce)) {
         Some(node) => Found::Wildcard {
             node,
             closest_encloser: ce_start,
         },
-        None => Found::NxDomain,
+        None => nxdomain,
     }
 }
 
@@ -198,11 +211,15 @@ mod tests {
         // b.ent exists (an ENT), so x.b.ent is not covered by *.ent.
         assert!(matches!(
             find(&z, &n("x.b.ent.example."), Rtype::TXT),
-            Found::NxDomain
+            Found::NxDomain {
+                closest_encloser: 2
+            }
         ));
         assert!(matches!(
             find(&z, &n("nothere.example."), Rtype::A),
-            Found::NxDomain
+            Found::NxDomain {
+                closest_encloser: 8
+            }
         ));
     }
 }

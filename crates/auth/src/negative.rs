@@ -5,6 +5,7 @@ use bulwark_proto::message::Section;
 use bulwark_proto::{Rcode, Rtype};
 use bulwark_zone::zone::{RRset, Zone};
 
+use crate::dnssec::{push_rrsigs, Signing};
 use crate::response::Response;
 
 /// RFC 1035 §3.3.13: MINIMUM is the last 32-bit field of the SOA rdata.
@@ -21,23 +22,30 @@ pub(crate) fn negative_ttl(soa: &RRset) -> u32 {
 }
 
 /// Writes the negative answer: the rcode (NXDOMAIN or NOERROR for NODATA) and the
-/// SOA. TC when even the SOA does not fit.
-pub(crate) fn deny_existence(resp: &mut Response<'_>, zone: &Zone, rcode: Rcode) {
+/// SOA, signed when `signing` (RFC 4035 §3.1.3; the NSEC/NSEC3 proofs are
+/// `denial`'s). TC when even the SOA does not fit.
+pub(crate) fn deny_existence(
+    resp: &mut Response<'_>,
+    zone: &Zone,
+    rcode: Rcode,
+    signing: Option<Signing<'_>>,
+) {
     resp.set_rcode(rcode);
-    let Some(soa) = zone.soa() else {
+    let (Some(soa), Some(apex)) = (zone.soa(), zone.apex_node()) else {
         return;
     };
     let ttl = negative_ttl(soa);
-    if resp
-        .push_rrset(
-            Section::Authority,
-            zone.apex(),
-            Rtype::SOA,
-            ttl,
-            soa.rdatas(),
-        )
-        .is_err()
-    {
+    let mut pushed = resp.push_rrset(
+        Section::Authority,
+        zone.apex(),
+        Rtype::SOA,
+        ttl,
+        soa.rdatas(),
+    );
+    if pushed.is_ok() && signing.is_some() {
+        pushed = push_rrsigs(resp, Section::Authority, zone.apex(), apex, Rtype::SOA, ttl);
+    }
+    if pushed.is_err() {
         resp.set_truncated();
     }
 }

@@ -8,7 +8,8 @@ use bulwark_zone::zone::RRset;
 use crate::additional::Additional;
 use crate::response::Response;
 
-/// Writes the NS RRset of the cut and queues its targets for glue. AA stays set
+/// Writes the NS RRset of the cut (never signed: the child holds the
+/// authoritative copy, RFC 4035 §2.2) and queues its targets for glue. AA stays set
 /// only when the answer section already holds authoritative data (a CNAME that led
 /// here), as Knot does.
 pub(crate) fn referral(

@@ -11,7 +11,9 @@ use bulwark_zone::ZoneSet;
 use crate::additional::Additional;
 use crate::any::minimal_any;
 use crate::cname::{self, Chain};
+use crate::denial::{Proved, Prover};
 use crate::dname::{self, Substitution};
+use crate::dnssec::{push_rrsigs, push_signed, rrsig_query_answer, Signing};
 use crate::imputed::Imputed;
 use crate::lookup::{self, Found};
 use crate::negative::deny_existence;
@@ -25,6 +27,11 @@ pub(crate) struct Scratch {
     pub(crate) additional: Additional,
     /// The class and imputed name of the last response, for RRL.
     pub(crate) imputed: Imputed,
+    /// The NSEC/NSEC3 records already in the response (DO answers only).
+    pub(crate) proved: Proved,
+    /// Names answered from a wildcard, with their closest encloser's offset,
+    /// whose non-existence a signed answer must prove (DO answers only).
+    pub(crate) wildcards: Vec<(Name, usize)>,
 }
 
 /// The zone that answers `qname`: the longest suffix match, except that a DS query
@@ -48,16 +55,31 @@ enum Next {
     Follow(Name),
 }
 
-/// Answers `qname`/`qtype` from `zone` into `resp` (AA already set).
+/// How the walk reached a node.
+#[derive(Debug, Clone, Copy)]
+enum Via {
+    /// The name exists.
+    Exact,
+    /// A wildcard stands in for the name, whose closest encloser starts at
+    /// this offset of its wire form.
+    Wildcard(usize),
+}
+
+/// Answers `qname`/`qtype` from `zone` into `resp` (AA already set); with
+/// `dnssec_ok` and a signed zone, with signatures and denial proofs.
 pub(crate) fn answer_in_zone(
     resp: &mut Response<'_>,
     zone: &Zone,
     qname: &Name,
     qtype: Rtype,
+    dnssec_ok: bool,
     scratch: &mut Scratch,
 ) {
     scratch.chain.start(qname);
     scratch.additional.clear();
+    scratch.proved.clear();
+    scratch.wildcards.clear();
+    let signing = Signing::for_query(zone, dnssec_ok);
     // Set when the answer's class is decided by what the walk met (a referral or
     // a wildcard) rather than by its outcome; the last such step wins.
     let mut decided = false;
@@ -65,7 +87,7 @@ pub(crate) fn answer_in_zone(
     loop {
         let next = match lookup::find(zone, &name, qtype) {
             Found::Exact(node) => {
-                answer_at_node(resp, zone, &name, node, qtype, &mut scratch.additional)
+                answer_at_node(resp, zone, &name, node, qtype, Via::Exact, signing, scratch)
             }
             Found::Wildcard {
                 node,
@@ -74,17 +96,47 @@ pub(crate) fn answer_in_zone(
                 let encloser = name.as_wire().get(closest_encloser..).unwrap_or(&[0]);
                 scratch.imputed.set_wildcard(encloser);
                 decided = true;
-                answer_at_node(resp, zone, &name, node, qtype, &mut scratch.additional)
+                if signing.is_some() {
+                    scratch.wildcards.push((name.clone(), closest_encloser));
+                }
+                answer_at_node(
+                    resp,
+                    zone,
+                    &name,
+                    node,
+                    qtype,
+                    Via::Wildcard(closest_encloser),
+                    signing,
+                    scratch,
+                )
             }
-            Found::Delegation { cut, ns } => {
+            Found::Delegation { cut, node, ns } => {
                 scratch.imputed.set(ResponseClass::Referral, cut.as_wire());
                 decided = true;
                 referral(resp, &cut, ns, &mut scratch.additional);
+                if let Some(signing) = signing.filter(|_| !resp.is_truncated()) {
+                    Prover {
+                        resp,
+                        signing,
+                        proved: &mut scratch.proved,
+                    }
+                    .delegation(&cut, node);
+                }
                 Next::Done
             }
-            Found::Dname { owner, dname } => follow_dname(resp, zone, &name, &owner, dname, qtype),
-            Found::NxDomain => {
-                deny_existence(resp, zone, Rcode::NXDOMAIN);
+            Found::Dname { owner, node, dname } => {
+                follow_dname(resp, zone, &name, &owner, node, dname, qtype, signing)
+            }
+            Found::NxDomain { closest_encloser } => {
+                deny_existence(resp, zone, Rcode::NXDOMAIN, signing);
+                if let Some(signing) = signing.filter(|_| !resp.is_truncated()) {
+                    Prover {
+                        resp,
+                        signing,
+                        proved: &mut scratch.proved,
+                    }
+                    .nxdomain(&name, closest_encloser);
+                }
                 Next::Done
             }
             Found::Broken => {
@@ -107,8 +159,23 @@ pub(crate) fn answer_in_zone(
             }
         }
     }
+    // RFC 4035 §3.1.3.3: each wildcard expansion comes with proof that the
+    // name it answered for does not exist (also after a CNAME or a denial).
+    if let Some(signing) = signing {
+        for (name, ce) in &scratch.wildcards {
+            if resp.is_truncated() {
+                break;
+            }
+            Prover {
+                resp,
+                signing,
+                proved: &mut scratch.proved,
+            }
+            .wildcard_answer(name, *ce);
+        }
+    }
     if !resp.is_truncated() {
-        scratch.additional.write(resp, zone);
+        scratch.additional.write(resp, zone, signing.is_some());
     }
     classify(resp, zone, qname, decided, &mut scratch.imputed);
 }
@@ -130,36 +197,53 @@ fn classify(resp: &Response<'_>, zone: &Zone, qname: &Name, decided: bool, imput
 
 /// The name exists (or a wildcard stands in for it): answer the type, or follow
 /// a CNAME, or say NODATA. `owner` is the name as asked, so a wildcard answer
-/// carries the query's name (RFC 4592 §3.4.3).
+/// carries the query's name (RFC 4592 §3.4.3), and so do its RRSIGs (whose
+/// label count tells a validator it was expanded, RFC 4035 §5.3.4).
+#[allow(clippy::too_many_arguments)]
 fn answer_at_node(
     resp: &mut Response<'_>,
     zone: &Zone,
     owner: &Name,
     node: &Node,
     qtype: Rtype,
-    additional: &mut Additional,
+    via: Via,
+    signing: Option<Signing<'_>>,
+    scratch: &mut Scratch,
 ) -> Next {
+    if qtype == Rtype::RRSIG && signing.is_some() {
+        if let Some((covered, ttl)) = rrsig_query_answer(node) {
+            if push_rrsigs(resp, Section::Answer, owner, node, covered, ttl).is_err() {
+                resp.set_truncated();
+            }
+            return Next::Done;
+        }
+    }
     let rrset = if qtype == Rtype::ANY {
         minimal_any(node)
     } else {
         node.rrset(qtype)
     };
     if let Some(rrset) = rrset {
-        if resp
-            .push_rrset(
-                Section::Answer,
-                owner,
-                rrset.rtype(),
-                rrset.ttl(),
-                rrset.rdatas(),
-            )
-            .is_err()
+        if push_signed(
+            resp,
+            Section::Answer,
+            owner,
+            node,
+            rrset,
+            rrset.ttl(),
+            signing,
+        )
+        .is_err()
         {
             resp.set_truncated();
             return Next::Done;
         }
         // As Knot does, also for the one RRset an ANY query gets.
-        additional.queue_targets(rrset.rtype(), rrset);
+        scratch.additional.queue_targets(rrset.rtype(), rrset);
+        // An NSEC asked for is not repeated as a proof (a wildcard's, say).
+        if signing.is_some() && rrset.rtype() == Rtype::NSEC {
+            scratch.proved.mark(node);
+        }
         return Next::Done;
     }
     // RRSIG and NSEC live beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1): they
@@ -168,35 +252,51 @@ fn answer_at_node(
         .rrset(Rtype::CNAME)
         .filter(|_| !matches!(qtype, Rtype::RRSIG | Rtype::NSEC));
     if let Some(cname) = cname {
-        return match cname::follow_cname(resp, owner, cname) {
+        return match cname::follow_cname(resp, owner, node, cname, signing) {
             Some(target) => Next::Follow(target),
             None => Next::Done,
         };
     }
     // RFC 2308 §2.2: the name exists but not with this type.
-    deny_existence(resp, zone, Rcode::NOERROR);
+    deny_existence(resp, zone, Rcode::NOERROR, signing);
+    if let Some(signing) = signing.filter(|_| !resp.is_truncated()) {
+        let mut prover = Prover {
+            resp,
+            signing,
+            proved: &mut scratch.proved,
+        };
+        match via {
+            Via::Exact => prover.nodata(owner, node),
+            Via::Wildcard(ce) => prover.wildcard_nodata(owner, ce),
+        }
+    }
     Next::Done
 }
 
-/// RFC 6672 §3.2: the DNAME, the CNAME synthesized from it, then (unless the CNAME
-/// itself was asked for) the answer continues at the new name.
+/// RFC 6672 §3.2: the DNAME (signed when `signing`), the CNAME synthesized
+/// from it (never signed: RFC 6672 §5.3.1), then (unless the CNAME itself was
+/// asked for) the answer continues at the new name.
+#[allow(clippy::too_many_arguments)]
 fn follow_dname(
     resp: &mut Response<'_>,
     zone: &Zone,
     name: &Name,
     owner: &Name,
+    node: &Node,
     dname: &bulwark_zone::zone::RRset,
     qtype: Rtype,
+    signing: Option<Signing<'_>>,
 ) -> Next {
-    if resp
-        .push_rrset(
-            Section::Answer,
-            owner,
-            Rtype::DNAME,
-            dname.ttl(),
-            dname.rdatas(),
-        )
-        .is_err()
+    if push_signed(
+        resp,
+        Section::Answer,
+        owner,
+        node,
+        dname,
+        dname.ttl(),
+        signing,
+    )
+    .is_err()
     {
         resp.set_truncated();
         return Next::Done;
@@ -207,7 +307,7 @@ fn follow_dname(
             // RFC 6672 §2.2: the substituted name would not fit. Like a negative
             // answer (and like Knot), the SOA goes in authority so the result can
             // be cached for the SOA minimum.
-            deny_existence(resp, zone, Rcode::YXDOMAIN);
+            deny_existence(resp, zone, Rcode::YXDOMAIN, signing);
             return Next::Done;
         }
         Substitution::Unusable => {

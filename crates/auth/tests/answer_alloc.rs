@@ -92,6 +92,57 @@ fn answering_does_not_allocate_once_warm() {
     }
 }
 
+#[test]
+fn signed_answers_with_do_do_not_allocate_once_warm() {
+    let signed = |text: &str| zone("diff.test.", text);
+    let zone_sets = [
+        zoneset(&[signed(include_str!("data/signed/diff-nsec.zone"))]),
+        zoneset(&[signed(include_str!("data/signed/diff-nsec3.zone"))]),
+        zoneset(&[signed(include_str!("data/signed/diff-optout.zone"))]),
+    ];
+    let names: &[(&str, RecordType)] = &[
+        ("www.diff.test.", RecordType::A),
+        ("c1.diff.test.", RecordType::A),
+        ("diff.test.", RecordType::MX),
+        ("diff.test.", RecordType::DNSKEY),
+        ("diff.test.", RecordType::ANY),
+        ("www.diff.test.", RecordType::RRSIG),
+        ("a.b.nonexistent.diff.test.", RecordType::A),
+        ("www.diff.test.", RecordType::MX),
+        ("y.ent.diff.test.", RecordType::A),
+        ("FoO.wild.diff.test.", RecordType::A),
+        ("foo.wild.diff.test.", RecordType::AAAA),
+        ("foo.wc2.diff.test.", RecordType::A),
+        ("www.sub.diff.test.", RecordType::A),
+        ("x.noglue.diff.test.", RecordType::A),
+        ("noglue.diff.test.", RecordType::DS),
+        ("sub.diff.test.", RecordType::DS),
+        ("host.dn-in.diff.test.", RecordType::A),
+        ("big.diff.test.", RecordType::TXT),
+    ];
+    let queries: Vec<Vec<u8>> = names
+        .iter()
+        .flat_map(|(n, t)| {
+            [512u16, 4096].map(|size| with_edns(query(n, *t), size, true).to_vec().unwrap())
+        })
+        .collect();
+    let mut a = Answerer::new(Arc::new(AnswerConfig::default()));
+    let mut out = Vec::with_capacity(65535);
+    for zones in &zone_sets {
+        for q in &queries {
+            a.answer(zones, Transport::Udp, q, &mut out);
+        }
+    }
+    for zones in &zone_sets {
+        for q in &queries {
+            let before = allocations();
+            a.answer(zones, Transport::Udp, q, &mut out);
+            let after = allocations();
+            assert_eq!(after - before, 0, "query {:02x?} allocated", &q[12..]);
+        }
+    }
+}
+
 struct AllowAll;
 
 impl ZoneAccess for AllowAll {

@@ -615,7 +615,10 @@ fn query_list_is_large_and_deterministic() {
 
 #[test]
 fn deliberate_differences_all_give_a_reason() {
-    for d in DELIBERATE_DIFFERENCES {
+    for d in DELIBERATE_DIFFERENCES
+        .iter()
+        .chain(SIGNED_DELIBERATE_DIFFERENCES)
+    {
         assert!(
             d.reason.len() > 20,
             "entry for {:?} lacks a real reason",
@@ -697,4 +700,196 @@ fn bulwark_answers_like_knotd() {
         "{}",
         report(&mismatches, "knotd", queries.len())
     );
+}
+
+/// The signed copies of diff.zone (crates/auth/tests/data/signed, made by
+/// its sign.sh): NSEC, NSEC3 (no salt, 0 iterations) and NSEC3 with Opt-Out.
+fn signed_zone(file: &str) -> PathBuf {
+    support::data_dir()
+        .join("../../../auth/tests/data/signed")
+        .join(file)
+}
+
+/// The first NSEC3 owner of a signed fixture: a hashed name, which must be
+/// answered as a name that does not exist (as knotd does).
+fn hashed_owner(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 4 && f[3] == "NSEC3")
+        .map(|f| f[0].to_string())
+}
+
+/// DO=1 queries for every name and every type a signed zone answers
+/// differently, with room to spare and with too little, over UDP and TCP,
+/// plus DO=0 queries that must stay as for an unsigned zone.
+fn generate_signed_queries(hashed: Option<String>) -> Vec<(QuerySpec, Transport)> {
+    use RecordType::*;
+    let mut rng = Rng(0x5ec0_ded0_0d1e);
+    let mut names: Vec<String> = NAMES.iter().map(|n| absolute(n)).collect();
+    names.extend(
+        [
+            "a.ent",
+            "x.ent",
+            "zzz",
+            "a.x.y.ent",
+            "deep.nonexistent.wild",
+            "a.noglue",
+            "x.partial",
+        ]
+        .iter()
+        .map(|n| absolute(n)),
+    );
+    if let Some(h) = hashed {
+        names.push(h.clone());
+        names.push(format!("x.{h}"));
+    }
+    let qtypes = [
+        A, AAAA, NS, SOA, MX, TXT, CNAME, DNAME_TYPE, DS, SRV, ANY, DNSKEY, RRSIG, NSEC, NSEC3,
+        NSEC3PARAM, NULL,
+    ];
+    let mut out = Vec::new();
+    for name in &names {
+        for qtype in qtypes {
+            let mut spec = QuerySpec::new(name, qtype);
+            if rng.one_in(4) {
+                spec.qname = mix_case(&spec.qname, &mut rng);
+            }
+            spec.cd = rng.one_in(8);
+            spec.edns = Some(EdnsSpec {
+                payload: 4096,
+                dnssec_ok: !rng.one_in(8),
+                version: 0,
+            });
+            let transport = if rng.one_in(8) {
+                Transport::Tcp
+            } else {
+                Transport::Udp
+            };
+            out.push((spec, transport));
+        }
+    }
+    // RFC 6672 §2.2: a DNAME substitution that overflows is YXDOMAIN, with
+    // the signed SOA.
+    for qtype in [A, DNAME_TYPE] {
+        let mut spec = QuerySpec::new(&overlong_dname_target(), qtype);
+        spec.edns = Some(EdnsSpec {
+            payload: 4096,
+            dnssec_ok: true,
+            version: 0,
+        });
+        out.push((spec, Transport::Udp));
+    }
+    // Too little room for the signatures and proofs: TC (RFC 4035 §3.1.1).
+    for (name, qtype) in [
+        ("big", TXT),
+        ("nonexistent", A),
+        ("foo.wild", TXT),
+        ("", DNSKEY),
+        ("sub", A),
+        ("", MX),
+    ] {
+        for payload in [512u16, 1232] {
+            let mut spec = QuerySpec::new(&absolute(name), qtype);
+            spec.edns = Some(EdnsSpec {
+                payload,
+                dnssec_ok: true,
+                version: 0,
+            });
+            out.push((spec, Transport::Udp));
+        }
+    }
+    out
+}
+
+/// Differences from knotd in signed answers, each with its reason. The
+/// unsigned table above applies too.
+const SIGNED_DELIBERATE_DIFFERENCES: &[Deliberate] = &[
+    Deliberate {
+        applies: |q| {
+            q.qtype == u16::from(RecordType::RRSIG) && !q.edns.is_some_and(|e| e.dnssec_ok)
+        },
+        field: Field::Answer,
+        reason: "a query for type RRSIG without DO gets every RRSIG at the name, as before \
+             DNSSEC answering existed (answers without DO are kept unchanged); with DO, \
+             bulwark answers like knotd 3.2: only the RRSIGs covering the lowest type \
+             signed there. knotd does that with and without DO (RFC 4035 §3.1.5 does \
+             not say which RRSIGs a QTYPE=RRSIG answer holds)",
+    },
+    Deliberate {
+        applies: |q| q.qname.len() > 200,
+        field: Field::Authority,
+        reason: "a DNAME substitution that overflows is YXDOMAIN (RFC 6672 §2.2): the \
+                 signed DNAME in the answer is the proof, there is nothing to deny, so \
+                 bulwark sends the signed SOA only. knotd 3.2 adds, in NSEC3 zones only, \
+                 the NSEC3 of the DNAME's target (inside.diff.test.), which proves \
+                 nothing about the query (its NSEC zone gets the SOA only, like bulwark)",
+    },
+];
+
+fn signed_deliberate(spec: &QuerySpec, field: Field) -> bool {
+    SIGNED_DELIBERATE_DIFFERENCES
+        .iter()
+        .any(|d| d.field == field && (d.applies)(spec))
+}
+
+/// bulwark and knotd serve one signed variant of diff.zone; every DO query
+/// must get the same records (signatures and NSEC/NSEC3 proofs included).
+fn signed_zone_answers_like_knotd(file: &str) {
+    let signed = signed_zone(file);
+    let zones = vec![
+        (DIFF_ORIGIN, signed.clone()),
+        (OTHER_ORIGIN, support::data_dir().join("other.zone")),
+    ];
+    let Some(mut knot) = support::spawn_knotd(&zone_refs(&zones)) else {
+        return;
+    };
+    let mut ours = support::spawn_bulwark(&zone_refs(&zones), &[]);
+    let queries = generate_signed_queries(hashed_owner(&signed));
+    let (mismatches, authoritative, _) = compare_servers(&mut knot, &mut ours, &queries);
+    let mismatches: Vec<Mismatch> = mismatches
+        .into_iter()
+        .filter(|m| !signed_deliberate(&m.spec, m.field))
+        .collect();
+    assert!(
+        mismatches.is_empty(),
+        "{file}: {}",
+        report(&mismatches, "knotd", queries.len())
+    );
+    assert!(authoritative * 2 > queries.len(), "{file}: zone not served");
+    // The comparison means something only if the zone is served as signed:
+    // a DO NXDOMAIN from knotd carries signed denial proofs.
+    let mut probe = QuerySpec::new(&absolute("nonexistent"), RecordType::A);
+    probe.edns = Some(EdnsSpec {
+        payload: 4096,
+        dnssec_ok: true,
+        version: 0,
+    });
+    let reference = ask(knot.addr, &probe, Transport::Udp).unwrap();
+    let proofs = reference
+        .authority
+        .iter()
+        .filter(|r| r.contains(" NSEC") || r.contains(" RRSIG "))
+        .count();
+    assert!(proofs >= 3, "{file}: knotd sent no proofs: {reference}");
+}
+
+#[test]
+fn bulwark_answers_nsec_signed_zone_like_knotd() {
+    signed_zone_answers_like_knotd("diff-nsec.zone");
+}
+
+#[test]
+fn bulwark_answers_nsec3_signed_zone_like_knotd() {
+    signed_zone_answers_like_knotd("diff-nsec3.zone");
+}
+
+#[test]
+fn bulwark_answers_salted_nsec3_zone_like_knotd() {
+    signed_zone_answers_like_knotd("diff-nsec3-salted.zone");
+}
+
+#[test]
+fn bulwark_answers_nsec3_opt_out_zone_like_knotd() {
+    signed_zone_answers_like_knotd("diff-optout.zone");
 }

@@ -16,6 +16,7 @@ pub mod build;
 pub mod check;
 pub mod diagnostic;
 pub mod load;
+pub mod nsec3;
 pub mod parse;
 pub mod printer;
 pub mod zone;

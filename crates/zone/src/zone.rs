@@ -24,6 +24,8 @@ use hashbrown::HashTable;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
+use crate::nsec3::{Denial, Nsec3Chain, Nsec3Lookup};
+
 /// Length prefix of each rdata inside an RRset's packed buffer.
 const RDLEN_PREFIX: usize = 2;
 /// The packed buffer starts with the record count (u32, big-endian).
@@ -207,6 +209,10 @@ pub struct Zone {
     class: Class,
     nodes: NodeIndex,
     has_wildcards: bool,
+    /// NSEC3 RRsets, out of the namespace (see [`crate::nsec3`]).
+    nsec3: Nsec3Chain,
+    /// How the zone denies existence when it is signed; `None` when unsigned.
+    denial: Option<Denial>,
 }
 
 /// Where one node's owner sits in [`NodeIndex::names`], and the node.
@@ -320,6 +326,21 @@ impl NodeIndex {
         self.slots.len()
     }
 
+    /// The last node at or before `wire` (lowercased) in canonical order that
+    /// `keep` accepts, with its owner: a binary search over the ordered slots,
+    /// then a walk back. Allocates nothing.
+    fn at_or_before(&self, wire: &[u8], keep: impl Fn(&Node) -> bool) -> Option<(&[u8], &Node)> {
+        let end = self.slots.partition_point(|s| {
+            canonical_cmp_wire(slot_name(&self.names, s), wire) != Ordering::Greater
+        });
+        self.slots
+            .get(..end)?
+            .iter()
+            .rev()
+            .find(|s| keep(&s.node))
+            .map(|s| (slot_name(&self.names, s), &s.node))
+    }
+
     /// Owners (lowercased wire) and nodes, in canonical order.
     fn iter(&self) -> impl Iterator<Item = (&[u8], &Node)> {
         self.slots
@@ -385,6 +406,8 @@ impl Zone {
             class: Class::IN,
             nodes: NodeIndex::default(),
             has_wildcards: false,
+            nsec3: Nsec3Chain::default(),
+            denial: None,
         }
     }
 
@@ -398,7 +421,9 @@ impl Zone {
         nodes: Vec<(&[u8], Node)>,
     ) -> (Zone, Vec<&[u8]>) {
         let apex = apex.to_lowercase();
+        let (nodes, nsec3) = Nsec3Chain::split(nodes, apex.as_wire());
         let (nodes, rejected) = NodeIndex::build(nodes, apex.wire_len());
+        let denial = nodes.get(apex.as_wire()).and_then(|a| denial_of(a, &nsec3));
         // After the empty non-terminals: `*.x` with only `a.*.x` below it is
         // still a wildcard (RFC 4592 §2.2.1).
         let has_wildcards = nodes.iter().any(|(k, _)| k.get(..2) == Some(&[1, b'*']));
@@ -408,6 +433,8 @@ impl Zone {
                 class,
                 nodes,
                 has_wildcards,
+                nsec3,
+                denial,
             },
             rejected,
         )
@@ -486,6 +513,28 @@ impl Zone {
         self.has_wildcards
     }
 
+    /// How the zone denies existence when signed (RFC 4035 §3.1.3, RFC 5155
+    /// §7.2): decided from the apex, which must hold DNSKEY and RRSIG records,
+    /// and NSEC3PARAM (with an NSEC3 chain) for NSEC3 or else NSEC for NSEC.
+    /// `None` for an unsigned zone.
+    pub fn denial(&self) -> Option<&Denial> {
+        self.denial.as_ref()
+    }
+
+    /// The NSEC3 whose owner hash matches `hash`, or else the one covering it
+    /// (RFC 5155 §7.2); `None` when the zone has no NSEC3 chain.
+    pub fn nsec3(&self, hash: &[u8]) -> Option<Nsec3Lookup<'_>> {
+        self.nsec3.lookup(hash)
+    }
+
+    /// The NSEC that matches or covers `lower_wire` (a lowercased wire name at
+    /// or below the apex): the NSEC of the last name at or before it in
+    /// canonical order that holds one (RFC 4034 §4.1.1), with that name's owner
+    /// (lowercased wire). Empty non-terminals and glue hold none and are passed.
+    pub fn nsec_covering(&self, lower_wire: &[u8]) -> Option<(&[u8], &Node)> {
+        self.nodes.at_or_before(lower_wire, |n| n.has(Rtype::NSEC))
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -493,10 +542,23 @@ impl Zone {
     /// Every node with its owner, in RFC 4034 §6.1 canonical order (the apex first).
     /// Builds a `Name` per node: meant for printing, transfers and signing, not
     /// the query path.
+    /// NSEC3 owners are merged in at their place.
     pub fn nodes_canonical(&self) -> impl Iterator<Item = (Name, &Node)> {
-        self.nodes
-            .iter()
-            .filter_map(|(k, n)| Some((Name::from_wire(k).ok()?, n)))
+        let mut names = self.nodes.iter().peekable();
+        let mut hashed = self.nsec3.iter().peekable();
+        core::iter::from_fn(move || {
+            let take_hashed = match (names.peek(), hashed.peek()) {
+                (Some((a, _)), Some((b, _))) => canonical_cmp_wire(b, a) == Ordering::Less,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if take_hashed {
+                hashed.next()
+            } else {
+                names.next()
+            }
+        })
+        .filter_map(|(k, n)| Some((Name::from_wire(k).ok()?, n)))
     }
 
     /// Every record as typed data: owners in canonical order, each node's RRsets
@@ -521,6 +583,25 @@ impl Zone {
     pub(crate) fn raw_nodes(&self) -> impl Iterator<Item = (&[u8], &Node)> {
         self.nodes.iter()
     }
+}
+
+/// The zone's denial of existence, from its apex node (see [`Zone::denial`]).
+fn denial_of(apex: &Node, nsec3: &Nsec3Chain) -> Option<Denial> {
+    if !apex.has(Rtype::DNSKEY) || !apex.has(Rtype::RRSIG) {
+        return None;
+    }
+    // RFC 5155 §4.2: hash algorithm, flags, iterations, salt length, salt.
+    let param = apex.rrset(Rtype::NSEC3PARAM).and_then(RRset::first);
+    if let (Some(rd), false) = (param, nsec3.is_empty()) {
+        let iterations = u16::from_be_bytes([*rd.get(2)?, *rd.get(3)?]);
+        let salt_len = usize::from(*rd.get(4)?);
+        let salt = rd.get(5..salt_len.checked_add(5)?)?;
+        return Some(Denial::Nsec3 {
+            salt: salt.into(),
+            iterations,
+        });
+    }
+    apex.has(Rtype::NSEC).then_some(Denial::Nsec)
 }
 
 /// Typed rdata from stored wire form; what does not parse stays opaque (RFC 3597).
