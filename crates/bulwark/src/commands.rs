@@ -126,6 +126,13 @@ const COMMANDS: &[CommandSpec] = &[
         run: Run::Later(|app, args| Box::pin(zone_reload(app, args))),
     },
     CommandSpec {
+        words: &["zone", "sign"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Later(|app, args| Box::pin(zone_sign(app, args))),
+    },
+    CommandSpec {
         words: &["stats"],
         usage: "[--json]",
         min_args: 0,
@@ -359,6 +366,38 @@ async fn zone_reload(app: Arc<App>, args: Vec<String>) -> Reply {
         }
         Ok(Err(crate::zones::ZoneReloadError::NotConfigured)) => unknown_zone(&origin),
         Err(e) => Reply::error(format!("zone reload failed: {e}")),
+    }
+}
+
+/// `zone sign ZONE`: a signing pass now, which also reads the key files
+/// again (after `bulwark keys rollover` or `bulwark keys ds-seen`).
+async fn zone_sign(app: Arc<App>, args: Vec<String>) -> Reply {
+    let origin = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    tracing::info!(zone = %origin, "signing pass requested");
+    let task = {
+        let (origin, app) = (origin.clone(), Arc::clone(&app));
+        tokio::task::spawn_blocking(move || app.zones.resign_now(&origin))
+    };
+    match task.await {
+        Ok(Ok(Some(()))) => match app.zones.info(&origin) {
+            Some(info) => Reply::ok(zone_status_lines(&info)),
+            None => unknown_zone(&origin),
+        },
+        Ok(Ok(None)) => Reply::error(format!(
+            "zone {origin} is not signed by bulwark (no dnssec_policy)"
+        )),
+        Ok(Err(problems)) => Reply {
+            ok: false,
+            lines: std::iter::once(format!(
+                "error: signing {origin} failed; the previous copy is served"
+            ))
+            .chain(problems.into_iter().map(|p| format!("  {p}")))
+            .collect(),
+        },
+        Err(e) => Reply::error(format!("zone sign failed: {e}")),
     }
 }
 

@@ -129,6 +129,8 @@ pub struct ZoneSection {
     pub dnssec_policy: Option<Spanned<String>>,
     /// This zone's key directory, instead of `[server] key_directory`.
     pub key_directory: Option<String>,
+    /// The parent zone's servers, asked for the DS during a KSK rollover.
+    pub parent: Option<Vec<Spanned<String>>>,
 }
 
 /// A zone to serve.
@@ -145,6 +147,8 @@ pub struct ZoneSpec {
 pub struct ZoneSigning {
     pub policy: Arc<crate::policy::DnssecPolicy>,
     pub key_directory: PathBuf,
+    /// Asked whether they serve a new KSK's DS (empty: `bulwark keys ds-seen`).
+    pub parents: Vec<SocketAddr>,
 }
 
 /// What the server runs with, validated.
@@ -482,8 +486,22 @@ fn resolve(
                                 return None;
                             }
                         };
+                        let mut parents = Vec::new();
+                        for p in z.parent.iter().flatten() {
+                            match p.get_ref().parse::<SocketAddr>() {
+                                Ok(a) => parents.push(a),
+                                Err(_) => problems.push(src.at(
+                                    p.span(),
+                                    format!(
+                                        "parent: `{}` is not an address with a port, like 192.0.2.1:53",
+                                        p.get_ref()
+                                    ),
+                                )),
+                            }
+                        }
                         Some(ZoneSigning {
                             policy,
+                            parents,
                             key_directory: z
                                 .key_directory
                                 .as_ref()

@@ -9,7 +9,42 @@ use bulwark_dnssec::{Algorithm, DigestType, KeyRole};
 use bulwark_proto::{Name, Rdata};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::signing::{generate_key, load_zone_keys, unix_now, write_zone_key};
+use crate::signing::{generate_key, load_zone_keys, unix_now, write_key_state, write_zone_key};
+
+fn key_state(t: &bulwark_dnssec::KeyTiming, now: u64) -> &'static str {
+    match (t.is_published(now), t.is_active(now)) {
+        (true, true) if t.inactive.is_some() || t.delete.is_some() => "active, retiring",
+        (true, true) => "active",
+        (true, false) if t.activate.is_some_and(|a| a > now) => "published",
+        (true, false) => "retired",
+        (false, true) => "signing, hidden",
+        (false, false) if t.publish.is_some_and(|p| p > now) => "created",
+        (false, false) => "removed",
+    }
+}
+
+/// The key's next timing event, e.g. `activate 20261124120000`.
+fn next_transition(t: &bulwark_dnssec::KeyTiming, now: u64) -> String {
+    [
+        ("publish", t.publish),
+        ("activate", t.activate),
+        ("inactive", t.inactive),
+        ("delete", t.delete),
+    ]
+    .into_iter()
+    .filter_map(|(what, at)| at.filter(|&at| at > now).map(|at| (at, what)))
+    .min()
+    .map_or_else(
+        || {
+            if t.rollover_requested.is_some() {
+                "rollover requested".to_owned()
+            } else {
+                "-".to_owned()
+            }
+        },
+        |(at, what)| format!("{what} {}", bulwark_dnssec::time::format_timestamp(at)),
+    )
+}
 
 #[derive(Debug, Args)]
 pub struct KeysArgs {
@@ -46,6 +81,24 @@ pub enum KeysCommand {
     /// List the zone's keys in a key directory.
     List {
         zone: String,
+        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Ask for a key to be rolled over now: the running server starts the
+    /// rollover at its next signing pass (`bulwark ctl zone sign ZONE`).
+    Rollover {
+        zone: String,
+        /// Which key to roll: the active ZSK, or the KSK (or CSK).
+        #[arg(long, value_enum)]
+        role: RoleArg,
+        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Record that the parent now serves the DS of key TAG, when the server
+    /// has no `parent` servers to ask itself: a KSK rollover goes on from here.
+    DsSeen {
+        zone: String,
+        tag: u16,
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
     },
@@ -103,31 +156,58 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
         KeysCommand::List { zone, dir } => {
             let apex = zone_name(zone)?;
             let keys = load_zone_keys(dir, &apex)?;
-            println!(
-                "{:<7} {:<6} {:<16} {:>5}  {:<4} created",
-                "tag", "flags", "algorithm", "bits", "role"
-            );
             let now = unix_now();
+            println!(
+                "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} next",
+                "tag", "flags", "algorithm", "bits", "role", "state"
+            );
             for key in &keys {
-                let state = if key.timing.is_active(now) {
-                    "active"
-                } else if key.timing.is_published(now) {
-                    "published"
-                } else {
-                    "inactive"
-                };
                 println!(
-                    "{:<7} {:<6} {:<16} {:>5}  {:<4} {} {state}",
+                    "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} {}",
                     key.key_tag(),
                     key.dnskey().flags,
                     key.signing_key().algorithm().mnemonic(),
                     key.signing_key().bits(),
                     key.role.name(),
-                    key.timing
-                        .created
-                        .map_or_else(|| "-".to_owned(), bulwark_dnssec::time::format_timestamp),
+                    key_state(&key.timing, now),
+                    next_transition(&key.timing, now),
                 );
             }
+        }
+        KeysCommand::Rollover { zone, role, dir } => {
+            let apex = zone_name(zone)?;
+            let mut keys = load_zone_keys(dir, &apex)?;
+            let now = unix_now();
+            let wanted = |k: &bulwark_dnssec::ZoneKey| match role {
+                RoleArg::Zsk => k.role == KeyRole::Zsk,
+                RoleArg::Ksk | RoleArg::Csk => k.role.signs_key_set(),
+            };
+            let key = keys
+                .iter_mut()
+                .filter(|k| wanted(k) && k.timing.is_active(now) && k.timing.inactive.is_none())
+                .max_by_key(|k| k.timing.activate.unwrap_or(0))
+                .ok_or_else(|| {
+                    anyhow!("{apex} has no active key of that role in {}", dir.display())
+                })?;
+            key.timing.rollover_requested = Some(now);
+            write_key_state(dir, &apex, key)?;
+            println!(
+                "rollover of key {} requested; it starts at the server's next signing pass (bulwark ctl zone sign {apex})",
+                key.key_tag()
+            );
+        }
+        KeysCommand::DsSeen { zone, tag, dir } => {
+            let apex = zone_name(zone)?;
+            let mut keys = load_zone_keys(dir, &apex)?;
+            let key = keys
+                .iter_mut()
+                .find(|k| k.key_tag() == *tag && k.role.signs_key_set())
+                .ok_or_else(|| {
+                    anyhow!("{apex} has no key-signing key {tag} in {}", dir.display())
+                })?;
+            key.timing.ds_published = Some(unix_now());
+            write_key_state(dir, &apex, key)?;
+            println!("DS of key {tag} recorded as published by the parent");
         }
         KeysCommand::Ds { zone, dir, digest } => {
             let apex = zone_name(zone)?;

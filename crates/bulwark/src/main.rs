@@ -25,6 +25,7 @@ mod handler;
 mod keys_cli;
 mod logging;
 mod metrics_http;
+mod parent_ds;
 mod policy;
 mod privileges;
 mod query_log;

@@ -146,6 +146,7 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
         denial,
         dnskey_ttl: args.dnskey_ttl,
         publish_cds: args.cds,
+        cds_key_tags: None,
         now,
     };
     let threads = args

@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context as _};
 use bulwark_dnssec::keyfile::key_file_stem;
 use bulwark_dnssec::{
-    key_file_text, parse_key_files, private_file_text, KeyRole, SignatureValidity, SignerSettings,
-    ZoneKey, ZonePlan,
+    apply_state_text, key_file_text, parse_key_files, private_file_text, state_file_text, KeyRole,
+    SignatureValidity, SignerSettings, ZoneKey, ZonePlan,
 };
 use bulwark_proto::{Name, Record};
 
@@ -52,8 +52,15 @@ pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
             .with_context(|| format!("reading {}", private_path.display()))?;
         let public = fs::read_to_string(&key_path)
             .with_context(|| format!("reading {}", key_path.display()))?;
-        let key = parse_key_files(apex, &public, &private, None)
+        let mut key = parse_key_files(apex, &public, &private, None)
             .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+        let state_path = private_path.with_extension("state");
+        match fs::read_to_string(&state_path) {
+            Ok(state) => apply_state_text(&mut key, &state)
+                .map_err(|e| anyhow!("{}: {e}", state_path.display()))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", state_path.display())),
+        }
         keys.push(key);
     }
     Ok(keys)
@@ -76,7 +83,18 @@ pub fn write_zone_key(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<
         key_file_text(apex, key).as_bytes(),
         0o644,
     )?;
+    write_key_state(dir, apex, key)?;
     Ok(stem)
+}
+
+/// Rewrites a key's `.state` file (role and timing) after a rollover step.
+pub fn write_key_state(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<()> {
+    let stem = dir.join(key_file_stem(apex, key));
+    write_atomically(
+        &stem.with_extension_str("state"),
+        state_file_text(key).as_bytes(),
+        0o644,
+    )
 }
 
 trait WithExtensionStr {
@@ -120,13 +138,22 @@ pub fn generate_key(
     role: KeyRole,
     now: u64,
 ) -> anyhow::Result<ZoneKey> {
-    let key = bulwark_dnssec::SigningKey::generate(algorithm, bits).map_err(|e| anyhow!("{e}"))?;
     let timing = bulwark_dnssec::KeyTiming {
         created: Some(now),
         publish: Some(now),
         activate: Some(now),
         ..Default::default()
     };
+    generate_key_with(algorithm, bits, role, timing)
+}
+
+pub fn generate_key_with(
+    algorithm: bulwark_dnssec::Algorithm,
+    bits: Option<u32>,
+    role: KeyRole,
+    timing: bulwark_dnssec::KeyTiming,
+) -> anyhow::Result<ZoneKey> {
+    let key = bulwark_dnssec::SigningKey::generate(algorithm, bits).map_err(|e| anyhow!("{e}"))?;
     Ok(ZoneKey::new(role, key, timing))
 }
 

@@ -2,17 +2,23 @@
 //! with keys from its key directory (made there when it has none), and
 //! re-signed by a background pass before its signatures need refreshing.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::anyhow;
-use bulwark_dnssec::{Denial, DigestType, KeyRole, Nsec3Settings, SignerSettings, ZoneKey};
+use bulwark_dnssec::rollover::{self, cds_key_tags, next_key_event};
+use bulwark_dnssec::{
+    plan_key_actions, Denial, DigestType, KeyAction, KeyPolicy, KeyRole, Nsec3Settings,
+    RolloverTimes, SignerSettings, ZoneKey,
+};
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 
 use crate::config::ZoneSigning;
+use crate::parent_ds::parent_serves_ds;
 use crate::policy::DnssecPolicy;
-use crate::signing::{generate_key, load_zone_keys, sign_zone, validity_window, write_zone_key};
+use crate::signing::{
+    generate_key_with, load_zone_keys, sign_zone, validity_window, write_key_state, write_zone_key,
+};
 
 /// Totals since start, for metrics and `ctl stats`.
 #[derive(Debug, Default)]
@@ -21,6 +27,8 @@ pub struct SigningCounters {
     pub signing_failures: AtomicU64,
     pub signatures_made: AtomicU64,
     pub keys_generated: AtomicU64,
+    /// Keys made, retimed, or seen at the parent.
+    pub key_events: AtomicU64,
 }
 
 pub static COUNTERS: SigningCounters = SigningCounters {
@@ -28,7 +36,11 @@ pub static COUNTERS: SigningCounters = SigningCounters {
     signing_failures: AtomicU64::new(0),
     signatures_made: AtomicU64::new(0),
     keys_generated: AtomicU64::new(0),
+    key_events: AtomicU64::new(0),
 };
+
+/// How often the parent is asked for a new KSK's DS.
+const DS_CHECK_INTERVAL: u64 = 60;
 
 /// What one signing pass made, kept with the served copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,44 +56,114 @@ pub struct SignedState {
     pub keys: Vec<(u16, u8, &'static str)>,
 }
 
-/// The keys of `apex` for `policy`, generating them when the directory has
-/// none of the policy's algorithm: a KSK and a ZSK, or one CSK.
-pub fn ensure_keys(
-    dir: &Path,
+/// The rollover planner's view of a policy for one zone.
+pub fn key_policy(policy: &DnssecPolicy, dnskey_ttl: u32, max_zone_ttl: u32) -> KeyPolicy {
+    KeyPolicy {
+        algorithm: policy.algorithm,
+        single_key: policy.single_key,
+        times: RolloverTimes {
+            zsk_lifetime: policy.zsk_lifetime,
+            ksk_lifetime: policy.ksk_lifetime,
+            dnskey_ttl: u64::from(dnskey_ttl),
+            max_zone_ttl: u64::from(max_zone_ttl),
+            propagation_delay: policy.propagation_delay,
+            parent_ds_ttl: policy.parent_ds_ttl,
+            parent_propagation_delay: policy.parent_propagation_delay,
+        },
+    }
+}
+
+fn role_bits(policy: &DnssecPolicy, role: KeyRole) -> Option<u32> {
+    match role {
+        KeyRole::Zsk => policy.zsk_size,
+        KeyRole::Ksk | KeyRole::Csk => policy.ksk_size,
+    }
+}
+
+/// Brings the zone's keys where the policy wants them at `now`: looks for the
+/// new KSK's DS at the parent, then runs the rollover planner and writes
+/// what it decides (new key files, new `.state` timing) before anything is
+/// signed with it, so a crash never leaves signatures by a key with no file.
+pub fn manage_keys(
+    signing: &ZoneSigning,
     apex: &Name,
-    policy: &DnssecPolicy,
+    key_policy: &KeyPolicy,
     now: u64,
 ) -> anyhow::Result<Vec<ZoneKey>> {
+    let dir = &signing.key_directory;
+    let policy = &signing.policy;
     let mut keys = load_zone_keys(dir, apex)?;
-    let algorithm = policy.algorithm.number();
-    if keys.iter().any(|k| k.algorithm_number() == algorithm) {
-        return Ok(keys);
-    }
-    let wanted: &[(KeyRole, Option<u32>)] = if policy.single_key {
-        &[(KeyRole::Csk, None)]
-    } else {
-        &[
-            (KeyRole::Ksk, policy.ksk_size),
-            (KeyRole::Zsk, policy.zsk_size),
-        ]
-    };
-    for (role, bits) in wanted {
-        let key = generate_key(policy.algorithm, *bits, *role, now)?;
-        let stem = write_zone_key(dir, apex, &key)?;
-        COUNTERS.keys_generated.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(
-            zone = %apex,
-            key_tag = key.key_tag(),
-            algorithm = %policy.algorithm,
-            role = role.name(),
-            file = %stem.display(),
-            "DNSSEC key generated"
-        );
-        if role.signs_key_set() {
-            let ds = key.ds(apex, DigestType::Sha256);
-            tracing::info!(zone = %apex, "give the parent this DS: {apex} IN DS {}", Rdata::Ds(ds));
+    if !signing.parents.is_empty() {
+        if let Some(tag) = rollover::awaiting_ds(&keys, key_policy, now) {
+            if let Some(key) = keys.iter_mut().find(|k| k.key_tag() == tag) {
+                if parent_serves_ds(&signing.parents, apex, key) {
+                    key.timing.ds_published = Some(now);
+                    write_key_state(dir, apex, key)?;
+                    COUNTERS.key_events.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(zone = %apex, key_tag = tag, "DNSSEC: the parent serves the DS of the KSK");
+                }
+            }
         }
-        keys.push(key);
+    }
+    // A fixed point is reached in a step or two; the bound only guards
+    // against a planner bug turning into a loop that makes keys forever.
+    for _ in 0..4 {
+        let actions = plan_key_actions(&keys, key_policy, now);
+        if actions.is_empty() {
+            break;
+        }
+        for action in actions {
+            match action {
+                KeyAction::Generate {
+                    role,
+                    timing,
+                    reason,
+                } => {
+                    let key =
+                        generate_key_with(policy.algorithm, role_bits(policy, role), role, timing)?;
+                    let stem = write_zone_key(dir, apex, &key)?;
+                    COUNTERS.keys_generated.fetch_add(1, Ordering::Relaxed);
+                    COUNTERS.key_events.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        zone = %apex,
+                        key_tag = key.key_tag(),
+                        algorithm = %policy.algorithm,
+                        role = role.name(),
+                        publish = timing.publish,
+                        activate = timing.activate,
+                        file = %stem.display(),
+                        "DNSSEC key generated: {reason}"
+                    );
+                    if role.signs_key_set() {
+                        let ds = key.ds(apex, DigestType::Sha256);
+                        tracing::info!(zone = %apex, "the parent needs this DS once the key is published: {apex} IN DS {}", Rdata::Ds(ds));
+                    }
+                    keys.push(key);
+                }
+                KeyAction::Retime {
+                    key_tag,
+                    algorithm,
+                    timing,
+                    reason,
+                } => {
+                    if let Some(key) = keys
+                        .iter_mut()
+                        .find(|k| k.key_tag() == key_tag && k.algorithm_number() == algorithm)
+                    {
+                        key.timing = timing;
+                        write_key_state(dir, apex, key)?;
+                        COUNTERS.key_events.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(
+                            zone = %apex,
+                            key_tag,
+                            inactive = timing.inactive,
+                            delete = timing.delete,
+                            "DNSSEC key timing changed: {reason}"
+                        );
+                    }
+                }
+            }
+        }
     }
     Ok(keys)
 }
@@ -116,7 +198,19 @@ pub fn sign_for_serving(
     let started = Instant::now();
     let policy = &signing.policy;
     let result = (|| {
-        let keys = ensure_keys(&signing.key_directory, apex, policy, now)?;
+        let soa_ttl = records
+            .iter()
+            .find(|r| r.rtype() == Rtype::SOA)
+            .map_or(3600, |r| r.ttl);
+        let dnskey_ttl = policy.dnskey_ttl.unwrap_or(soa_ttl);
+        let max_zone_ttl = records
+            .iter()
+            .map(|r| r.ttl)
+            .max()
+            .unwrap_or(0)
+            .max(dnskey_ttl);
+        let key_policy = key_policy(policy, dnskey_ttl, max_zone_ttl);
+        let keys = manage_keys(signing, apex, &key_policy, now)?;
         let denial = match &policy.denial {
             Denial::Nsec3(settings) => Denial::Nsec3(Nsec3Settings {
                 salt: salt_for(&keys, apex, policy.nsec3_salt_length),
@@ -128,6 +222,7 @@ pub fn sign_for_serving(
             denial,
             dnskey_ttl: policy.dnskey_ttl,
             publish_cds: policy.cds_cdnskey,
+            cds_key_tags: Some(cds_key_tags(&keys, &key_policy, now)),
             now,
         };
         let validity = validity_window(
@@ -140,22 +235,14 @@ pub fn sign_for_serving(
         if signatures == 0 {
             return Err(anyhow!("no key of {apex} is active"));
         }
-        let next_key_event = keys
-            .iter()
-            .flat_map(|k| {
-                [
-                    k.timing.publish,
-                    k.timing.activate,
-                    k.timing.inactive,
-                    k.timing.delete,
-                ]
-            })
-            .flatten()
-            .filter(|&t| t > now)
-            .min();
-        let next_resign = now
+        // Key timing also decides when the next pass is due; while a KSK
+        // waits for its DS, each pass asks the parent again.
+        let mut next_resign = now
             .saturating_add(policy.resign_interval)
-            .min(next_key_event.unwrap_or(u64::MAX));
+            .min(next_key_event(&keys, &key_policy, now).unwrap_or(u64::MAX));
+        if !signing.parents.is_empty() && rollover::awaiting_ds(&keys, &key_policy, now).is_some() {
+            next_resign = next_resign.min(now.saturating_add(DS_CHECK_INTERVAL));
+        }
         let state = SignedState {
             signed_at: now,
             expires: now.saturating_add(policy.signature_validity),

@@ -273,6 +273,26 @@ impl Zones {
         resigned
     }
 
+    /// A signing pass for one zone now. `Ok(None)` when bulwark does not
+    /// sign it; the problems when the pass failed (the old copy stays).
+    pub fn resign_now(&self, origin: &Name) -> Result<Option<()>, Vec<String>> {
+        let mut table = self.lock();
+        let Some(spec) = table.specs.iter().find(|s| &s.origin == origin).cloned() else {
+            return Ok(None);
+        };
+        let (Some(signing), Some((unsigned, _))) = (
+            spec.signing.as_ref(),
+            table.loaded.get(origin).and_then(|l| l.signed.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        let unsigned = Arc::clone(unsigned);
+        let copy = sign_and_build(&spec, signing, unsigned, unix_now())?;
+        table.loaded.insert(origin.clone(), copy);
+        self.publish(&table);
+        Ok(Some(()))
+    }
+
     /// Every configured zone, sorted by origin.
     pub fn infos(&self) -> Vec<ZoneInfo> {
         let table = self.lock();

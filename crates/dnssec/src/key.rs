@@ -44,14 +44,23 @@ impl KeyRole {
     }
 }
 
-/// BIND's key timing metadata (dnssec-settime), Unix seconds.
+/// A key's timing, Unix seconds: BIND's metadata (dnssec-settime) plus what
+/// the rollover needs to remember across restarts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeyTiming {
     pub created: Option<u64>,
+    /// In the DNSKEY RRset from then on.
     pub publish: Option<u64>,
+    /// Signing from then on.
     pub activate: Option<u64>,
+    /// Signing until then.
     pub inactive: Option<u64>,
+    /// Out of the DNSKEY RRset from then on.
     pub delete: Option<u64>,
+    /// When the parent was seen publishing this key's DS.
+    pub ds_published: Option<u64>,
+    /// An operator asked for this key to be rolled (`bulwark keys rollover`).
+    pub rollover_requested: Option<u64>,
 }
 
 impl KeyTiming {
@@ -61,11 +70,16 @@ impl KeyTiming {
         self.publish.map_or(true, |t| t <= now) && self.delete.map_or(true, |t| now < t)
     }
 
-    /// Signing at `now`: activated and not yet inactive.
+    /// Signing at `now`: activated and not yet inactive. An algorithm
+    /// rollover signs with keys not yet published (RFC 6781 §4.1.4).
     pub fn is_active(&self, now: u64) -> bool {
-        self.activate.map_or(true, |t| t <= now)
-            && self.inactive.map_or(true, |t| now < t)
-            && self.is_published(now)
+        self.activate.map_or(true, |t| t <= now) && self.inactive.map_or(true, |t| now < t)
+    }
+
+    /// Neither removed from the DNSKEY RRset nor done signing: the key still
+    /// plays a part.
+    pub fn is_live(&self, now: u64) -> bool {
+        self.delete.map_or(true, |t| now < t) || self.inactive.map_or(true, |t| now < t)
     }
 }
 
@@ -163,6 +177,7 @@ mod tests {
             !t.is_published(9) && t.is_published(10) && t.is_published(39) && !t.is_published(40)
         );
         assert!(!t.is_active(19) && t.is_active(20) && t.is_active(29) && !t.is_active(30));
+        assert!(t.is_live(39) && !t.is_live(40));
         assert!(KeyTiming::default().is_active(0));
     }
 

@@ -203,6 +203,84 @@ pub fn parse_key_files(
     Ok(ZoneKey::with_flags(role, dnskey.flags, signing_key, timing))
 }
 
+const STATE_FIELDS: [&str; 7] = [
+    "Created",
+    "Publish",
+    "Activate",
+    "Inactive",
+    "Delete",
+    "DSPublish",
+    "Rollover",
+];
+
+fn state_values(t: &KeyTiming) -> [Option<u64>; 7] {
+    [
+        t.created,
+        t.publish,
+        t.activate,
+        t.inactive,
+        t.delete,
+        t.ds_published,
+        t.rollover_requested,
+    ]
+}
+
+/// The `.state` file: the key's role and every timing, rewritten as a
+/// rollover moves on (the `.key` and `.private` files are written once).
+pub fn state_file_text(key: &ZoneKey) -> String {
+    let mut out = format!(
+        "; bulwark key state: role and timing (Unix times as YYYYMMDDHHmmSS UTC)\nRole: {}\n",
+        key.role.name()
+    );
+    for (field, value) in STATE_FIELDS.iter().zip(state_values(&key.timing)) {
+        if let Some(value) = value {
+            out.push_str(&format!("{field}: {}\n", format_timestamp(value)));
+        }
+    }
+    out
+}
+
+/// Lays a `.state` file over a key read from its `.key` and `.private`:
+/// the role and the timing there win.
+pub fn apply_state_text(key: &mut ZoneKey, text: &str) -> Result<(), KeyFileError> {
+    let mut timing = KeyTiming::default();
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index.saturating_add(1);
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        let (field, value) = line
+            .split_once(':')
+            .ok_or_else(|| syntax(line_no, "expected `Field: value`"))?;
+        let value = value.trim();
+        if field == "Role" {
+            key.role = match value {
+                "KSK" => KeyRole::Ksk,
+                "ZSK" => KeyRole::Zsk,
+                "CSK" => KeyRole::Csk,
+                other => return Err(syntax(line_no, format!("unknown role {other}"))),
+            };
+            continue;
+        }
+        let at =
+            parse_timestamp(value).ok_or_else(|| syntax(line_no, format!("bad time {value}")))?;
+        let slot = match field {
+            "Created" => &mut timing.created,
+            "Publish" => &mut timing.publish,
+            "Activate" => &mut timing.activate,
+            "Inactive" => &mut timing.inactive,
+            "Delete" => &mut timing.delete,
+            "DSPublish" => &mut timing.ds_published,
+            "Rollover" => &mut timing.rollover_requested,
+            other => return Err(syntax(line_no, format!("unknown field {other}"))),
+        };
+        *slot = Some(at);
+    }
+    key.timing = timing;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -232,6 +310,47 @@ mod tests {
             assert_eq!(again.timing, timing);
             assert_eq!(again.role, KeyRole::Ksk);
         }
+    }
+
+    #[test]
+    fn state_files_carry_role_and_rollover_timing() {
+        let apex: Name = "example.".parse().unwrap();
+        let mut key = ZoneKey::new(
+            KeyRole::Ksk,
+            SigningKey::generate(Algorithm::Ed25519, None).unwrap(),
+            KeyTiming::default(),
+        );
+        let timing = KeyTiming {
+            created: Some(1_000_000_000),
+            publish: Some(1_000_000_001),
+            activate: Some(1_000_000_002),
+            inactive: Some(1_000_000_003),
+            delete: Some(1_000_000_004),
+            ds_published: Some(1_000_000_005),
+            rollover_requested: Some(1_000_000_006),
+        };
+        key.timing = timing;
+        key.role = KeyRole::Csk;
+        let text = state_file_text(&key);
+        let mut again = parse_key_files(
+            &apex,
+            &key_file_text(&apex, &key),
+            &private_file_text(&key).unwrap(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(again.role, KeyRole::Ksk);
+        apply_state_text(&mut again, &text).unwrap();
+        assert_eq!(again.role, KeyRole::Csk);
+        assert_eq!(again.timing, timing);
+        assert!(matches!(
+            apply_state_text(&mut again, "Role: BOSS"),
+            Err(KeyFileError::Syntax { line: 1, .. })
+        ));
+        assert!(matches!(
+            apply_state_text(&mut again, "Role: KSK\nSoon: 20260101000000"),
+            Err(KeyFileError::Syntax { line: 2, .. })
+        ));
     }
 
     #[test]

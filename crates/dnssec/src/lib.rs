@@ -20,6 +20,7 @@ pub mod error;
 pub mod key;
 pub mod keyfile;
 pub mod plan;
+pub mod rollover;
 pub mod rrsig;
 pub mod time;
 
@@ -27,6 +28,10 @@ pub use bulwark_crypto::{Algorithm, DigestType, SigningKey};
 pub use denial::{Denial, Nsec3Settings};
 pub use error::SignError;
 pub use key::{key_tag, KeyRole, KeyTiming, ZoneKey};
-pub use keyfile::{key_file_text, parse_key_files, private_file_text, KeyFileError};
+pub use keyfile::{
+    apply_state_text, key_file_text, parse_key_files, private_file_text, state_file_text,
+    KeyFileError,
+};
 pub use plan::{SignJob, SignerSettings, ZonePlan};
+pub use rollover::{plan_key_actions, KeyAction, KeyPolicy, RolloverTimes};
 pub use rrsig::{sign_rrset, verify_rrsig, SignatureValidity};

@@ -23,6 +23,9 @@ pub struct SignerSettings {
     pub dnskey_ttl: Option<u32>,
     /// Publish CDS (SHA-256) and CDNSKEY for the zone's SEP keys (RFC 7344).
     pub publish_cds: bool,
+    /// Which key-signing keys get CDS/CDNSKEY; all published ones when None
+    /// (a rollover names only the key the parent should switch to).
+    pub cds_key_tags: Option<Vec<u16>>,
     /// Unix seconds: which keys are published and active.
     pub now: u64,
 }
@@ -137,7 +140,14 @@ impl ZonePlan {
                 .push(record(Rdata::Dnskey(key.dnskey().clone())));
         }
         if settings.publish_cds {
-            for key in published.iter().filter(|k| k.role.signs_key_set()) {
+            let wanted = |k: &&&ZoneKey| {
+                k.role.signs_key_set()
+                    && settings
+                        .cds_key_tags
+                        .as_ref()
+                        .map_or(true, |tags| tags.contains(&k.key_tag()))
+            };
+            for key in published.iter().filter(wanted) {
                 apex_node
                     .entry(Rtype::CDNSKEY.0)
                     .or_default()
