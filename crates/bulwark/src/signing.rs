@@ -54,7 +54,7 @@ pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
             .with_context(|| format!("reading {}", key_path.display()))?;
         let mut key = parse_key_files(apex, &public, &private, None)
             .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
-        let state_path = private_path.with_extension("state");
+        let state_path = private_path.with_extension("timing");
         match fs::read_to_string(&state_path) {
             Ok(state) => apply_state_text(&mut key, &state)
                 .map_err(|e| anyhow!("{}: {e}", state_path.display()))?,
@@ -87,11 +87,11 @@ pub fn write_zone_key(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<
     Ok(stem)
 }
 
-/// Rewrites a key's `.state` file (role and timing) after a rollover step.
+/// Rewrites a key's `.timing` file (role and timing) after a rollover step.
 pub fn write_key_state(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<()> {
     let stem = dir.join(key_file_stem(apex, key));
     write_atomically(
-        &stem.with_extension_str("state"),
+        &stem.with_extension_str("timing"),
         state_file_text(key).as_bytes(),
         0o644,
     )
@@ -157,6 +157,15 @@ pub fn generate_key_with(
     Ok(ZoneKey::new(role, key, timing))
 }
 
+/// How one signing pass signs.
+#[derive(Debug, Clone, Copy)]
+pub struct SigningRun {
+    pub validity: SignatureValidity,
+    /// Expirations are spread over this many seconds before `validity`'s.
+    pub jitter: u64,
+    pub threads: usize,
+}
+
 /// Signs a zone: the plan on this thread, the signatures on `threads`
 /// threads, each taking the next chunk of jobs. `progress` is told how many
 /// jobs are done so far.
@@ -165,8 +174,7 @@ pub fn sign_zone(
     records: Vec<Record>,
     keys: &[ZoneKey],
     settings: &SignerSettings,
-    validity: SignatureValidity,
-    threads: usize,
+    run: SigningRun,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> anyhow::Result<Vec<Record>> {
     let plan = ZonePlan::new(apex, records, keys, settings).map_err(|e| anyhow!("{e}"))?;
@@ -175,6 +183,11 @@ pub fn sign_zone(
     const CHUNK: usize = 256;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let SigningRun {
+        validity,
+        jitter,
+        threads,
+    } = run;
     let threads = threads.clamp(1, jobs.len().div_ceil(CHUNK).max(1));
     let results: Vec<anyhow::Result<Vec<Record>>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
@@ -192,7 +205,7 @@ pub fn sign_zone(
                             break;
                         }
                         out.extend(
-                            plan.sign(chunk, keys, settings.now, validity)
+                            plan.sign(chunk, keys, settings.now, jittered(validity, jitter, start))
                                 .map_err(|e| anyhow!("{e}"))?,
                         );
                         let finished = done
@@ -221,6 +234,22 @@ pub fn sign_zone(
     let mut records = plan.into_records();
     records.extend(signatures);
     Ok(records)
+}
+
+/// Expirations spread over `jitter` seconds, a different amount per chunk of
+/// jobs, so the zone's signatures do not all come due in the same pass.
+fn jittered(validity: SignatureValidity, jitter: u64, chunk_start: usize) -> SignatureValidity {
+    // A multiplicative hash of the chunk's position: deterministic, spread.
+    let spread = (chunk_start as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .checked_rem(jitter.saturating_add(1))
+        .unwrap_or(0);
+    SignatureValidity {
+        expiration: validity
+            .expiration
+            .wrapping_sub(u32::try_from(spread).unwrap_or(0)),
+        ..validity
+    }
 }
 
 /// Signature validity from a policy: inception `inception_offset` back (for

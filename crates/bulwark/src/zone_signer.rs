@@ -18,6 +18,7 @@ use crate::parent_ds::parent_serves_ds;
 use crate::policy::DnssecPolicy;
 use crate::signing::{
     generate_key_with, load_zone_keys, sign_zone, validity_window, write_key_state, write_zone_key,
+    SigningRun,
 };
 
 /// Totals since start, for metrics and `ctl stats`.
@@ -82,7 +83,7 @@ fn role_bits(policy: &DnssecPolicy, role: KeyRole) -> Option<u32> {
 
 /// Brings the zone's keys where the policy wants them at `now`: looks for the
 /// new KSK's DS at the parent, then runs the rollover planner and writes
-/// what it decides (new key files, new `.state` timing) before anything is
+/// what it decides (new key files, new `.timing` files) before anything is
 /// signed with it, so a crash never leaves signatures by a key with no file.
 pub fn manage_keys(
     signing: &ZoneSigning,
@@ -230,7 +231,18 @@ pub fn sign_for_serving(
             policy.signature_validity,
             policy.signature_inception_offset,
         );
-        let signed = sign_zone(apex, records, &keys, &settings, validity, threads, None)?;
+        let signed = sign_zone(
+            apex,
+            records,
+            &keys,
+            &settings,
+            SigningRun {
+                validity,
+                jitter: policy.signature_jitter,
+                threads,
+            },
+            None,
+        )?;
         let signatures = signed.iter().filter(|r| r.rtype() == Rtype::RRSIG).count();
         if signatures == 0 {
             return Err(anyhow!("no key of {apex} is active"));
@@ -245,7 +257,9 @@ pub fn sign_for_serving(
         }
         let state = SignedState {
             signed_at: now,
-            expires: now.saturating_add(policy.signature_validity),
+            expires: now
+                .saturating_add(policy.signature_validity)
+                .saturating_sub(policy.signature_jitter),
             next_resign,
             signatures,
             keys: keys

@@ -300,6 +300,12 @@ fn bind_signs_with_keys_bulwark_made_and_ds_records_agree() {
         .map(String::from),
     );
     verifiers.assert_valid(&out, false, "dnssec-signzone with bulwark's keys");
+    // bulwark's .timing files sit beside the keys without confusing BIND.
+    assert!(fs::read_dir(&keys).unwrap().any(|e| e
+        .unwrap()
+        .path()
+        .extension()
+        .is_some_and(|x| x == "timing")));
 
     let ours = bulwark(&["keys", "ds", ZONE, "-K", &keys_arg]);
     let ksk_file = fs::read_dir(&keys)

@@ -225,7 +225,8 @@ fn state_values(t: &KeyTiming) -> [Option<u64>; 7] {
     ]
 }
 
-/// The `.state` file: the key's role and every timing, rewritten as a
+/// The `.timing` file (BIND 9.16+ keeps its own `.state` files, so the name
+/// differs): the key's role and every timing, rewritten as a
 /// rollover moves on (the `.key` and `.private` files are written once).
 pub fn state_file_text(key: &ZoneKey) -> String {
     let mut out = format!(
@@ -240,7 +241,7 @@ pub fn state_file_text(key: &ZoneKey) -> String {
     out
 }
 
-/// Lays a `.state` file over a key read from its `.key` and `.private`:
+/// Lays a `.timing` file over a key read from its `.key` and `.private`:
 /// the role and the timing there win.
 pub fn apply_state_text(key: &mut ZoneKey, text: &str) -> Result<(), KeyFileError> {
     let mut timing = KeyTiming::default();

@@ -3,7 +3,7 @@
 //! RRset, the NSEC or NSEC3 chain and the list of RRsets to sign (one
 //! `SignJob` each); `ZonePlan::sign` signs any slice of those jobs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use bulwark_crypto::{nsec3_hash, DigestType};
 use bulwark_proto::encoding::base32hex_encode;
@@ -78,6 +78,47 @@ fn delegation_types(node: &Node) -> impl Iterator<Item = Rtype> + '_ {
         .filter(|t| matches!(*t, Rtype::NS | Rtype::DS))
 }
 
+/// The zone's names in canonical order with their RRsets, found by binary
+/// search on precomputed sort keys (memcmp instead of label-by-label
+/// comparisons: a million-record zone is sorted once, quickly).
+#[derive(Debug, Default)]
+struct Nodes {
+    keys: Vec<Vec<u8>>,
+    names: Vec<Name>,
+    nodes: Vec<Node>,
+}
+
+impl Nodes {
+    fn build(records: Vec<Record>) -> Nodes {
+        let mut keyed: Vec<(Vec<u8>, Record)> = records
+            .into_iter()
+            .map(|r| (r.owner.canonical_sort_key(), r))
+            .collect();
+        // Stable, so records of one RRset keep the file's order.
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut nodes = Nodes::default();
+        for (key, record) in keyed {
+            if nodes.keys.last() != Some(&key) {
+                nodes.keys.push(key);
+                nodes.names.push(record.owner.clone());
+                nodes.nodes.push(Node::new());
+            }
+            if let Some(node) = nodes.nodes.last_mut() {
+                node.entry(record.rtype().0).or_default().push(record);
+            }
+        }
+        nodes
+    }
+
+    fn index(&self, name: &Name) -> Option<usize> {
+        self.keys.binary_search(&name.canonical_sort_key()).ok()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Name, &Node)> {
+        self.names.iter().zip(&self.nodes)
+    }
+}
+
 impl ZonePlan {
     pub fn new(
         apex: &Name,
@@ -86,8 +127,8 @@ impl ZonePlan {
         settings: &SignerSettings,
     ) -> Result<ZonePlan, SignError> {
         let apex = apex.to_lowercase();
-        let mut nodes: BTreeMap<Name, Node> = BTreeMap::new();
         let mut class = Class::IN;
+        let mut kept = Vec::with_capacity(records.len());
         for mut record in records {
             if !record.owner.ends_with(&apex) {
                 return Err(SignError::OutOfZone {
@@ -103,15 +144,21 @@ impl ZonePlan {
             if at_apex && record.rtype() == Rtype::SOA {
                 class = record.class;
             }
-            nodes
-                .entry(record.owner.clone())
-                .or_default()
-                .entry(record.rtype().0)
-                .or_default()
-                .push(record);
+            kept.push(record);
         }
+        let mut nodes = Nodes::build(kept);
+        let apex_index = nodes
+            .index(&apex)
+            .filter(|&i| {
+                nodes
+                    .nodes
+                    .get(i)
+                    .is_some_and(|n| n.contains_key(&Rtype::SOA.0))
+            })
+            .ok_or_else(|| SignError::NoSoa(apex.to_string()))?;
         let soa = nodes
-            .get(&apex)
+            .nodes
+            .get(apex_index)
             .and_then(|n| n.get(&Rtype::SOA.0))
             .and_then(|set| set.first())
             .ok_or_else(|| SignError::NoSoa(apex.to_string()))?;
@@ -126,19 +173,16 @@ impl ZonePlan {
             .iter()
             .filter(|k| k.timing.is_published(settings.now))
             .collect();
-        let apex_node = nodes.entry(apex.clone()).or_default();
         let record = |rdata: Rdata| Record {
             owner: apex.clone(),
             class,
             ttl: dnskey_ttl,
             rdata,
         };
-        for key in &published {
-            apex_node
-                .entry(Rtype::DNSKEY.0)
-                .or_default()
-                .push(record(Rdata::Dnskey(key.dnskey().clone())));
-        }
+        let mut apex_additions: Vec<Record> = published
+            .iter()
+            .map(|key| record(Rdata::Dnskey(key.dnskey().clone())))
+            .collect();
         if settings.publish_cds {
             let wanted = |k: &&&ZoneKey| {
                 k.role.signs_key_set()
@@ -148,40 +192,38 @@ impl ZonePlan {
                         .map_or(true, |tags| tags.contains(&k.key_tag()))
             };
             for key in published.iter().filter(wanted) {
-                apex_node
-                    .entry(Rtype::CDNSKEY.0)
-                    .or_default()
-                    .push(record(Rdata::Cdnskey(key.dnskey().clone())));
-                apex_node
-                    .entry(Rtype::CDS.0)
-                    .or_default()
-                    .push(record(Rdata::Cds(key.ds(&apex, DigestType::Sha256))));
+                apex_additions.push(record(Rdata::Cdnskey(key.dnskey().clone())));
+                apex_additions.push(record(Rdata::Cds(key.ds(&apex, DigestType::Sha256))));
+            }
+        }
+        if let Denial::Nsec3(params) = &settings.denial {
+            apex_additions.push(Record {
+                owner: apex.clone(),
+                class,
+                // BIND and Knot publish NSEC3PARAM with TTL 0: only signers
+                // read it.
+                ttl: 0,
+                rdata: Rdata::Nsec3param(Nsec3param {
+                    hash_algorithm: NSEC3_HASH_SHA1,
+                    flags: 0,
+                    iterations: params.iterations,
+                    salt: params.salt.clone(),
+                }),
+            });
+        }
+        if let Some(apex_node) = nodes.nodes.get_mut(apex_index) {
+            for r in apex_additions {
+                apex_node.entry(r.rtype().0).or_default().push(r);
             }
         }
 
         let standing = classify(&apex, &nodes);
         let mut jobs = Vec::new();
+        let mut out = Vec::new();
         match &settings.denial {
             Denial::Nsec => add_nsec_chain(&apex, class, negative_ttl, &mut nodes, &standing),
             Denial::Nsec3(params) => {
-                let nsec3 = nsec3_chain(&apex, class, negative_ttl, &nodes, &standing, params)?;
-                nodes.entry(apex.clone()).or_default().insert(
-                    Rtype::NSEC3PARAM.0,
-                    vec![Record {
-                        owner: apex.clone(),
-                        class,
-                        // BIND and Knot publish NSEC3PARAM with TTL 0: only
-                        // signers read it.
-                        ttl: 0,
-                        rdata: Rdata::Nsec3param(Nsec3param {
-                            hash_algorithm: NSEC3_HASH_SHA1,
-                            flags: 0,
-                            iterations: params.iterations,
-                            salt: params.salt.clone(),
-                        }),
-                    }],
-                );
-                for record in nsec3 {
+                for record in nsec3_chain(&apex, class, negative_ttl, &nodes, &standing, params)? {
                     jobs.push(SignJob {
                         rrset: CanonicalRrset::new(
                             &record.owner,
@@ -192,24 +234,16 @@ impl ZonePlan {
                         ),
                         by_key_signing_keys: false,
                     });
-                    nodes
-                        .entry(record.owner.clone())
-                        .or_default()
-                        .insert(Rtype::NSEC3.0, vec![record]);
+                    out.push(record);
                 }
             }
         }
 
-        let mut out = Vec::new();
-        for (name, node) in &nodes {
-            let standing = standing
-                .get(name)
-                .copied()
-                .unwrap_or(Standing::Authoritative);
+        for ((name, node), standing) in nodes.iter().zip(&standing) {
             for (&rtype, set) in node {
                 let rtype = Rtype(rtype);
                 let signed = match standing {
-                    Standing::Authoritative => rtype != Rtype::NSEC3,
+                    Standing::Authoritative => true,
                     Standing::Delegation { .. } => matches!(rtype, Rtype::DS | Rtype::NSEC),
                     Standing::Occluded => false,
                 };
@@ -227,7 +261,11 @@ impl ZonePlan {
                             && matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY),
                     });
                 }
-                out.extend(set.iter().cloned());
+            }
+        }
+        for node in nodes.nodes {
+            for set in node.into_values() {
+                out.extend(set);
             }
         }
         Ok(ZonePlan {
@@ -318,25 +356,22 @@ impl ZonePlan {
 /// Marks every name: authoritative, a delegation point, or below a cut or DNAME.
 /// Canonical order puts a name's descendants right after it, so one pass with
 /// the innermost cut in hand is enough.
-fn classify(apex: &Name, nodes: &BTreeMap<Name, Node>) -> BTreeMap<Name, Standing> {
-    let mut standing = BTreeMap::new();
+fn classify(apex: &Name, nodes: &Nodes) -> Vec<Standing> {
+    let mut standing = Vec::with_capacity(nodes.names.len());
     let mut cut: Option<&Name> = None;
-    for (name, node) in nodes {
+    for (name, node) in nodes.iter() {
         if cut.is_some_and(|c| name.is_below(c)) {
-            standing.insert(name.clone(), Standing::Occluded);
+            standing.push(Standing::Occluded);
             continue;
         }
         cut = None;
         if name != apex && node.contains_key(&Rtype::NS.0) {
-            standing.insert(
-                name.clone(),
-                Standing::Delegation {
-                    secure: node.contains_key(&Rtype::DS.0),
-                },
-            );
+            standing.push(Standing::Delegation {
+                secure: node.contains_key(&Rtype::DS.0),
+            });
             cut = Some(name);
         } else {
-            standing.insert(name.clone(), Standing::Authoritative);
+            standing.push(Standing::Authoritative);
             if node.contains_key(&Rtype::DNAME.0) {
                 // RFC 6672 §2.4: names below a DNAME are occluded.
                 cut = Some(name);
@@ -368,43 +403,37 @@ fn bitmap_for(node: &Node, standing: Standing, chain_type: Rtype) -> TypeBitmap 
 
 /// RFC 4034 §4: one NSEC per authoritative name and delegation point, in
 /// canonical order, the last pointing back to the apex.
-fn add_nsec_chain(
-    apex: &Name,
-    class: Class,
-    ttl: u32,
-    nodes: &mut BTreeMap<Name, Node>,
-    standing: &BTreeMap<Name, Standing>,
-) {
-    let chain: Vec<Name> = nodes
-        .keys()
-        .filter(|n| standing.get(*n).is_some_and(|s| *s != Standing::Occluded))
-        .cloned()
+fn add_nsec_chain(apex: &Name, class: Class, ttl: u32, nodes: &mut Nodes, standing: &[Standing]) {
+    let chain: Vec<usize> = standing
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s != Standing::Occluded)
+        .map(|(i, _)| i)
         .collect();
-    let nexts = chain.iter().skip(1).chain(std::iter::once(apex));
-    let mut additions = Vec::with_capacity(chain.len());
-    for (name, next) in chain.iter().zip(nexts) {
-        let Some(node) = nodes.get(name) else {
+    let nexts: Vec<Name> = chain
+        .iter()
+        .skip(1)
+        .filter_map(|&i| nodes.names.get(i).cloned())
+        .chain(std::iter::once(apex.clone()))
+        .collect();
+    for (&i, next) in chain.iter().zip(nexts) {
+        let (Some(name), Some(state)) = (nodes.names.get(i).cloned(), standing.get(i).copied())
+        else {
             continue;
         };
-        let state = standing
-            .get(name)
-            .copied()
-            .unwrap_or(Standing::Authoritative);
-        additions.push(Record {
-            owner: name.clone(),
+        let Some(node) = nodes.nodes.get_mut(i) else {
+            continue;
+        };
+        let record = Record {
+            owner: name,
             class,
             ttl,
             rdata: Rdata::Nsec(Nsec {
-                next: next.clone(),
+                next,
                 types: bitmap_for(node, state, Rtype::NSEC),
             }),
-        });
-    }
-    for record in additions {
-        nodes
-            .entry(record.owner.clone())
-            .or_default()
-            .insert(Rtype::NSEC.0, vec![record]);
+        };
+        node.insert(Rtype::NSEC.0, vec![record]);
     }
 }
 
@@ -415,44 +444,37 @@ fn nsec3_chain(
     apex: &Name,
     class: Class,
     ttl: u32,
-    nodes: &BTreeMap<Name, Node>,
-    standing: &BTreeMap<Name, Standing>,
+    nodes: &Nodes,
+    standing: &[Standing],
     params: &Nsec3Settings,
 ) -> Result<Vec<Record>, SignError> {
     let empty = Node::new();
-    let mut members: BTreeMap<Name, (Standing, &Node)> = BTreeMap::new();
-    for (name, node) in nodes {
-        let state = standing
-            .get(name)
-            .copied()
-            .unwrap_or(Standing::Authoritative);
+    let mut members: Vec<(Name, Standing, &Node)> = Vec::with_capacity(nodes.names.len());
+    let mut empty_non_terminals: HashSet<Name> = HashSet::new();
+    for ((name, node), &state) in nodes.iter().zip(standing) {
         match state {
             Standing::Occluded => continue,
             Standing::Delegation { secure: false } if params.opt_out => {}
-            _ => {
-                let mut node = node;
-                if name == apex {
-                    // The apex lists NSEC3PARAM, added after the chain is made.
-                    node = nodes.get(name).unwrap_or(&empty);
-                }
-                members.insert(name.clone(), (state, node));
-            }
+            _ => members.push((name.clone(), state, node)),
         }
         // Empty non-terminals between the name and the apex.
         let mut ancestor = name.parent();
         while let Some(a) = ancestor {
-            if !a.is_below(apex) || nodes.contains_key(&a) {
+            if !a.is_below(apex) || nodes.index(&a).is_some() || empty_non_terminals.contains(&a) {
                 break;
             }
-            members
-                .entry(a.clone())
-                .or_insert((Standing::Authoritative, &empty));
             ancestor = a.parent();
+            empty_non_terminals.insert(a);
         }
     }
+    members.extend(
+        empty_non_terminals
+            .into_iter()
+            .map(|name| (name, Standing::Authoritative, &empty)),
+    );
 
     let mut hashed: Vec<([u8; 20], Name, TypeBitmap)> = Vec::with_capacity(members.len());
-    for (name, (state, node)) in &members {
+    for (name, state, node) in &members {
         let mut bitmap_types: BTreeSet<Rtype> =
             bitmap_for(node, *state, Rtype::NSEC3).iter().collect();
         if name == apex {
