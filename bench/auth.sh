@@ -13,6 +13,8 @@
 #   SERVER_CPU=1 GEN_CPU=0              taskset CPUs
 #   BULWARK_BIN=target/release/bulwark  (built unless NO_BUILD=1)
 #   OUT=bench/RESULTS.md                where the table goes
+#   SIGNED=1         serve the zone signed by `bulwark sign` (every server,
+#                    every class); SIGN_ALG=RSASHA256 and NSEC3 as in seed 002
 set -euo pipefail
 [ "$(id -u)" = 0 ] || echo "warning: quota mode needs root (cgroup v1)" >&2
 
@@ -59,6 +61,34 @@ fi
 
 echo "generating the zone and query files in $WORK" >&2
 /usr/bin/python3 "$BENCH/lib/genzone.py" "$ORIGIN" "$WORK"
+SIGNED=${SIGNED:-1}
+SIGN_ALG=${SIGN_ALG:-RSASHA256}
+if [ "$SIGNED" = 1 ]; then
+    # Seed 002's deployment: a KSK and a ZSK, RSA/SHA-256, NSEC3. Every
+    # server serves the same signed file, so the DO classes compare answers
+    # built from identical signatures.
+    "$BULWARK_BIN" keys generate "$ORIGIN" -a "$SIGN_ALG" --role ksk -K "$WORK/keys" >/dev/null
+    "$BULWARK_BIN" keys generate "$ORIGIN" -a "$SIGN_ALG" --role zsk -K "$WORK/keys" >/dev/null
+    "$BULWARK_BIN" sign "$ORIGIN" "$WORK/zone" -K "$WORK/keys" --nsec3 -o "$WORK/zone.signed"
+    mv "$WORK/zone.signed" "$WORK/zone"
+fi
+SIZES_TSV=$WORK/sizes.tsv
+: >"$SIZES_TSV"
+
+# Response sizes of the seed's four queries (seed 002 table 2), with a 4096
+# EDNS buffer so nothing is truncated: server, class, request, response octets.
+measure_sizes() {
+    local server=$1 port=$2 class q name type flags out
+    for class in www www-do any-do nx-do; do
+        q=$(head -1 "$WORK/q-$class")
+        name=${q% *}; type=${q#* }
+        flags=(+bufsize=4096 +nocookie)
+        case $class in *-do) flags+=(+dnssec) ;; esac
+        out=$(kdig -p "$port" @127.0.0.1 "${flags[@]}" "$name" "$type" 2>&1 || true)
+        printf '%s\t%s\t%s\n' "$server" "$class" \
+            "$(echo "$out" | sed -n 's/^;; Received \([0-9]*\) B.*/\1/p' | head -1)" >>"$SIZES_TSV"
+    done
+}
 
 RESULTS_TSV=$WORK/results.tsv
 : >"$RESULTS_TSV"
@@ -68,6 +98,7 @@ for server in $SERVERS; do
     echo "== $server on 127.0.0.1:$port (CPU $SERVER_CPU)" >&2
     "start_$server" "$port"
     wait_ready "$port" "$server"
+    [ "$server" = null ] || measure_sizes "$server" "$port"
     for class in $CLASSES; do
         do=0
         case $class in *-do) do=1 ;; esac
@@ -103,4 +134,34 @@ versions=$WORK/versions.txt
 } >"$versions"
 /usr/bin/python3 "$BENCH/lib/report.py" "$RESULTS_TSV" "$versions" "$OUT" "$CHART" \
     "${BENCH_COMMAND:-DUR=$DUR bench/auth.sh}" "DUR=$DUR LIGHT_QPS=$LIGHT_QPS CFS_QUOTA=$CFS_QUOTA/$CFS_PERIOD dnsperf -q $DNSPERF_OUTSTANDING"
+/usr/bin/python3 - "$SIZES_TSV" "$OUT" "$SIGNED" "$SIGN_ALG" <<'PY'
+import collections, sys
+tsv, out_md, signed, alg = sys.argv[1:]
+sizes = collections.defaultdict(dict)
+servers = []
+for line in open(tsv):
+    server, cls, size = (line.rstrip("\n").split("\t") + ["", "", ""])[:3]
+    if server not in servers:
+        servers.append(server)
+    sizes[cls][server] = size or "-"
+# Seed 002 table 2 (NSD / BIND / Knot 1.x), for comparison.
+seed = {"www": "179 / 179 / 43", "www-do": "1180 / 1180 / 219", "any-do": "1821 / 2907 / 2911", "nx-do": "1003 / 1003 / 1003"}
+zone = f"signed by bulwark sign ({alg}, NSEC3)" if signed == "1" else "unsigned"
+lines = ["<!-- bench/auth.sh sizes: begin -->", "## Response sizes (octets; zone " + zone + ")", "",
+         "| class | " + " | ".join(servers) + " | seed 002 table 2 (NSD / BIND / Knot) |",
+         "| --- |" + " --- |" * (len(servers) + 1)]
+for cls in ["www", "www-do", "any-do", "nx-do"]:
+    lines.append(f"| {cls} | " + " | ".join(sizes[cls].get(s, "-") for s in servers) + f" | {seed[cls]} |")
+lines += ["", "The seed's zone was ni.rs with 1024/2048-bit RSA keys; sizes differ with names and key sizes, "
+          "the shape (minimal responses, NSEC3 proofs) is what compares.", "<!-- bench/auth.sh sizes: end -->"]
+text = open(out_md).read()
+begin, end = "<!-- bench/auth.sh sizes: begin -->", "<!-- bench/auth.sh sizes: end -->"
+block = "\n".join(lines)
+if begin in text:
+    text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+else:
+    marker = "<!-- bench/auth.sh: end -->"
+    text = text.replace(marker, marker + "\n\n" + block, 1) if marker in text else text + "\n" + block + "\n"
+open(out_md, "w").write(text)
+PY
 echo "table: $OUT; chart: $CHART" >&2

@@ -101,7 +101,7 @@ for alg in $ALGS; do
     ours=$(timed taskset -c "$CORE" "$BULWARK" sign "$ORIGIN" "$zone" -K "$keys" -t 1 "${NSEC3_OURS[@]}" -o "$TMP/ours.signed")
     n_ours=$(signatures "$TMP/ours.signed")
     ours2=$(timed "$BULWARK" sign "$ORIGIN" "$zone" -K "$keys" -t 2 "${NSEC3_OURS[@]}" -o "$TMP/ours2.signed")
-    bind=$(timed taskset -c "$CORE" dnssec-signzone -O full -n 1 -S -K "$keys" -o "$ORIGIN" "${NSEC3_BIND[@]}" -f "$TMP/bind.signed" "$zone")
+    bind=$(timed taskset -c "$CORE" dnssec-signzone -O full -n 1 -d "$TMP" -S -K "$keys" -o "$ORIGIN" "${NSEC3_BIND[@]}" -f "$TMP/bind.signed" "$zone")
     n_bind=$(signatures "$TMP/bind.signed")
     # ldns-signzone wants the key base names and writes ZONE.signed.
     cp "$zone" "$TMP/ldns.zone"

@@ -289,6 +289,9 @@ fn bind_signs_with_keys_bulwark_made_and_ds_records_agree() {
         &signzone,
         &[
             "-S",
+            // dsset-ZONE goes here, not into the working directory.
+            "-d",
+            dir.path().to_str().unwrap(),
             "-K",
             &keys_arg,
             "-o",

@@ -12,7 +12,7 @@ use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
 use crate::denial::{Denial, Nsec3Settings, NSEC3_FLAG_OPT_OUT, NSEC3_HASH_SHA1};
 use crate::key::ZoneKey;
-use crate::rrsig::{sign_rrset, CanonicalRrset, SignatureValidity};
+use crate::rrsig::{sign_rrset_with, CanonicalRrset, SignatureValidity};
 use crate::SignError;
 
 /// What the signer needs besides the keys.
@@ -51,7 +51,8 @@ enum Standing {
     Occluded,
 }
 
-type Node = BTreeMap<u16, Vec<Record>>;
+/// A name's RRsets: indices into the plan's record arena, by type.
+type Node = BTreeMap<u16, Vec<usize>>;
 
 /// The records of the signed zone except the signatures, and the jobs that make them.
 #[derive(Debug)]
@@ -86,28 +87,54 @@ struct Nodes {
     keys: Vec<Vec<u8>>,
     names: Vec<Name>,
     nodes: Vec<Node>,
+    /// Every record of the signed zone but the NSEC3 chain and the
+    /// signatures; nodes point into it, so records are moved only once.
+    arena: Vec<Record>,
 }
 
 impl Nodes {
     fn build(records: Vec<Record>) -> Nodes {
-        let mut keyed: Vec<(Vec<u8>, Record)> = records
-            .into_iter()
-            .map(|r| (r.owner.canonical_sort_key(), r))
+        // Sort (key, index) pairs; the records stay where they are. The
+        // index keeps records of one RRset in the file's order.
+        let mut order: Vec<(Vec<u8>, usize)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.owner.canonical_sort_key(), i))
             .collect();
-        // Stable, so records of one RRset keep the file's order.
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut nodes = Nodes::default();
-        for (key, record) in keyed {
+        order.sort_unstable();
+        let mut nodes = Nodes {
+            arena: records,
+            ..Nodes::default()
+        };
+        for (key, index) in order {
+            let Some(record) = nodes.arena.get(index) else {
+                continue;
+            };
             if nodes.keys.last() != Some(&key) {
                 nodes.keys.push(key);
                 nodes.names.push(record.owner.clone());
                 nodes.nodes.push(Node::new());
             }
+            let rtype = record.rtype().0;
             if let Some(node) = nodes.nodes.last_mut() {
-                node.entry(record.rtype().0).or_default().push(record);
+                node.entry(rtype).or_default().push(index);
             }
         }
         nodes
+    }
+
+    /// Adds a record to node `at`.
+    fn add(&mut self, at: usize, record: Record) {
+        let index = self.arena.len();
+        let rtype = record.rtype().0;
+        self.arena.push(record);
+        if let Some(node) = self.nodes.get_mut(at) {
+            node.entry(rtype).or_default().push(index);
+        }
+    }
+
+    fn records<'a>(&'a self, set: &'a [usize]) -> impl Iterator<Item = &'a Record> + 'a {
+        set.iter().filter_map(|&i| self.arena.get(i))
     }
 
     fn index(&self, name: &Name) -> Option<usize> {
@@ -161,6 +188,7 @@ impl ZonePlan {
             .get(apex_index)
             .and_then(|n| n.get(&Rtype::SOA.0))
             .and_then(|set| set.first())
+            .and_then(|&i| nodes.arena.get(i))
             .ok_or_else(|| SignError::NoSoa(apex.to_string()))?;
         let negative_ttl = match &soa.rdata {
             // RFC 9077 §3: the lesser of the SOA's TTL and MINIMUM.
@@ -211,10 +239,8 @@ impl ZonePlan {
                 }),
             });
         }
-        if let Some(apex_node) = nodes.nodes.get_mut(apex_index) {
-            for r in apex_additions {
-                apex_node.entry(r.rtype().0).or_default().push(r);
-            }
+        for r in apex_additions {
+            nodes.add(apex_index, r);
         }
 
         let standing = classify(&apex, &nodes);
@@ -248,14 +274,14 @@ impl ZonePlan {
                     Standing::Occluded => false,
                 };
                 if signed {
-                    let ttl = set.first().map_or(0, |r| r.ttl);
+                    let ttl = nodes.records(set).next().map_or(0, |r| r.ttl);
                     jobs.push(SignJob {
                         rrset: CanonicalRrset::new(
                             name,
                             class,
                             rtype,
                             ttl,
-                            set.iter().map(|r| &r.rdata),
+                            nodes.records(set).map(|r| &r.rdata),
                         ),
                         by_key_signing_keys: *name == apex
                             && matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY),
@@ -263,11 +289,9 @@ impl ZonePlan {
                 }
             }
         }
-        for node in nodes.nodes {
-            for set in node.into_values() {
-                out.extend(set);
-            }
-        }
+        // The NSEC3 chain first, then the arena: order does not matter to
+        // the zone builder or the printer, which sort for themselves.
+        out.append(&mut nodes.arena);
         Ok(ZonePlan {
             apex,
             records: out,
@@ -336,6 +360,7 @@ impl ZonePlan {
         let key_set_signers = pick(true);
         let zone_signers = pick(false);
         let mut out = Vec::with_capacity(jobs.len().saturating_mul(zone_signers.len()));
+        let mut scratch = Vec::with_capacity(1024);
         for job in jobs {
             let signers = if job.by_key_signing_keys {
                 &key_set_signers
@@ -346,7 +371,13 @@ impl ZonePlan {
                 return Err(SignError::NoActiveKey(job.rrset.rtype));
             }
             for key in signers {
-                out.push(sign_rrset(&job.rrset, key, &self.apex, validity)?);
+                out.push(sign_rrset_with(
+                    &mut scratch,
+                    &job.rrset,
+                    key,
+                    &self.apex,
+                    validity,
+                )?);
             }
         }
         Ok(out)
@@ -417,11 +448,11 @@ fn add_nsec_chain(apex: &Name, class: Class, ttl: u32, nodes: &mut Nodes, standi
         .chain(std::iter::once(apex.clone()))
         .collect();
     for (&i, next) in chain.iter().zip(nexts) {
-        let (Some(name), Some(state)) = (nodes.names.get(i).cloned(), standing.get(i).copied())
-        else {
-            continue;
-        };
-        let Some(node) = nodes.nodes.get_mut(i) else {
+        let (Some(name), Some(state), Some(node)) = (
+            nodes.names.get(i).cloned(),
+            standing.get(i).copied(),
+            nodes.nodes.get(i),
+        ) else {
             continue;
         };
         let record = Record {
@@ -433,7 +464,7 @@ fn add_nsec_chain(apex: &Name, class: Class, ttl: u32, nodes: &mut Nodes, standi
                 types: bitmap_for(node, state, Rtype::NSEC),
             }),
         };
-        node.insert(Rtype::NSEC.0, vec![record]);
+        nodes.add(i, record);
     }
 }
 

@@ -82,14 +82,31 @@ impl CanonicalRrset {
 
 fn signed_data(rrsig: &Rrsig, rrset: &CanonicalRrset) -> Vec<u8> {
     let mut data = Vec::with_capacity(512);
-    rrsig.write_without_signature(&mut data, true);
-    rrset.write_records(rrsig.original_ttl, &mut data);
+    write_signed_data(rrsig, rrset, &mut data);
     data
+}
+
+fn write_signed_data(rrsig: &Rrsig, rrset: &CanonicalRrset, data: &mut Vec<u8>) {
+    data.clear();
+    rrsig.write_without_signature(data, true);
+    rrset.write_records(rrsig.original_ttl, data);
 }
 
 /// The RRSIG record that `key` makes over `rrset` (RRSIG TTL = the RRset's,
 /// RFC 4034 §3).
 pub fn sign_rrset(
+    rrset: &CanonicalRrset,
+    key: &ZoneKey,
+    apex: &Name,
+    validity: SignatureValidity,
+) -> Result<Record, SignError> {
+    sign_rrset_with(&mut Vec::new(), rrset, key, apex, validity)
+}
+
+/// [`sign_rrset`] with a scratch buffer for the signed data, reused across
+/// calls by a caller signing many RRsets.
+pub fn sign_rrset_with(
+    scratch: &mut Vec<u8>,
     rrset: &CanonicalRrset,
     key: &ZoneKey,
     apex: &Name,
@@ -106,7 +123,8 @@ pub fn sign_rrset(
         signer: apex.to_lowercase(),
         signature: Vec::new(),
     };
-    rrsig.signature = key.signing_key().sign(&signed_data(&rrsig, rrset))?;
+    write_signed_data(&rrsig, rrset, scratch);
+    rrsig.signature = key.signing_key().sign(scratch)?;
     Ok(Record {
         owner: rrset.owner.clone(),
         class: rrset.class,

@@ -6,7 +6,6 @@
 //! starts with it), then the rest in canonical order (RFC 4034 §6), which keeps
 //! each owner's records together and makes the output stable for diffing.
 
-use core::cmp::Ordering;
 use core::fmt;
 
 use bulwark_proto::{Record, Rtype};
@@ -24,32 +23,35 @@ pub fn write_record<W: fmt::Write>(out: &mut W, record: &Record) -> fmt::Result 
     )
 }
 
-/// Canonical order: owner (RFC 4034 §6.1), then type, then data (§6.3 orders an
-/// RRset by its wire form), with SOA records ahead of everything.
-fn zone_order(a: &(&Record, Vec<u8>), b: &(&Record, Vec<u8>)) -> Ordering {
-    let (ra, wa) = a;
-    let (rb, wb) = b;
-    let not_soa = |r: &Record| r.rtype() != Rtype::SOA;
-    not_soa(ra)
-        .cmp(&not_soa(rb))
-        .then_with(|| ra.owner.cmp(&rb.owner))
-        .then_with(|| ra.rtype().cmp(&rb.rtype()))
-        .then_with(|| wa.cmp(wb))
-}
+/// (not SOA, canonical owner key, type, wire RDATA, position): the sort key of
+/// one record.
+type PrintKey = (bool, Vec<u8>, Rtype, Vec<u8>, usize);
 
-/// Writes the records as a complete master file: SOA first, then canonical order.
+/// Writes the records as a complete master file: SOA first, then canonical
+/// order: owner (RFC 4034 §6.1), then type, then data (§6.3 orders an RRset
+/// by its wire form). Each record's sort key is built once, with the owner as
+/// a memcmp-able canonical key, so a large zone sorts quickly.
 pub fn write_zone<W: fmt::Write>(out: &mut W, records: &[Record]) -> fmt::Result {
-    let mut sorted: Vec<(&Record, Vec<u8>)> = records
+    let mut sorted: Vec<PrintKey> = records
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let mut wire = Vec::new();
             r.rdata.write_wire(&mut wire);
-            (r, wire)
+            (
+                r.rtype() != Rtype::SOA,
+                r.owner.canonical_sort_key(),
+                r.rtype(),
+                wire,
+                i,
+            )
         })
         .collect();
-    sorted.sort_by(zone_order);
-    for (record, _) in sorted {
-        write_record(out, record)?;
+    sorted.sort_unstable();
+    for (.., i) in sorted {
+        if let Some(record) = records.get(i) {
+            write_record(out, record)?;
+        }
     }
     Ok(())
 }
