@@ -23,10 +23,13 @@ pub mod plan;
 pub mod rrsig;
 pub mod time;
 
-pub use bulwark_crypto::{Algorithm, DigestType, SigningKey};
+pub use bulwark_crypto::{Algorithm, DigestType, Pkcs11Token, Pkcs11Uri, SigningKey};
 pub use denial::{Denial, Nsec3Settings};
 pub use error::SignError;
 pub use key::{key_tag, KeyRole, KeyTiming, ZoneKey};
-pub use keyfile::{key_file_text, parse_key_files, private_file_text, KeyFileError};
+pub use keyfile::{
+    key_file_text, parse_key_files, private_file_text, read_key_files, KeyFileError, KeyFileKey,
+    TokenKeyRef,
+};
 pub use plan::{SignJob, SignerSettings, ZonePlan};
 pub use rrsig::{sign_rrset, verify_rrsig, SignatureValidity};
