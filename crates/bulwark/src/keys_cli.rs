@@ -9,7 +9,10 @@ use bulwark_dnssec::{Algorithm, DigestType, KeyRole};
 use bulwark_proto::{Name, Rdata};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::signing::{generate_key, load_zone_keys, unix_now, write_zone_key};
+use crate::keystore::Pkcs11Args;
+use crate::signing::{
+    generate_key, generate_key_in_token, load_zone_keys, unix_now, write_zone_key,
+};
 
 #[derive(Debug, Args)]
 pub struct KeysArgs {
@@ -26,7 +29,9 @@ pub enum RoleArg {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Create a key in BIND's K<zone>+<alg>+<tag>.key/.private files.
+    /// Create a key in BIND's K<zone>+<alg>+<tag>.key/.private files; with a
+    /// token (--pkcs11-module, --token, --pin, or --config), make it in the
+    /// token and write a .private file naming it.
     Generate {
         /// The zone, e.g. `example.com.`.
         zone: String,
@@ -42,12 +47,16 @@ pub enum KeysCommand {
         /// Where to write the files.
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// List the zone's keys in a key directory.
     List {
         zone: String,
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// Print the DS records of the zone's key-signing keys, for the parent.
     Ds {
@@ -57,6 +66,8 @@ pub enum KeysCommand {
         /// 2 (SHA-256) or 4 (SHA-384).
         #[arg(long, default_value_t = 2)]
         digest: u8,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
 }
 
@@ -87,6 +98,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             role,
             bits,
             dir,
+            pkcs11,
         } => {
             let apex = zone_name(zone)?;
             let algorithm = Algorithm::from_name(algorithm)
@@ -96,13 +108,19 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 RoleArg::Zsk => KeyRole::Zsk,
                 RoleArg::Csk => KeyRole::Csk,
             };
-            let key = generate_key(algorithm, *bits, role, unix_now())?;
+            let key = match pkcs11.settings()? {
+                Some(settings) => {
+                    let token = settings.open(None)?;
+                    generate_key_in_token(&token, &apex, algorithm, *bits, role, unix_now())?
+                }
+                None => generate_key(algorithm, *bits, role, unix_now())?,
+            };
             let stem = write_zone_key(dir, &apex, &key)?;
             println!("{}", stem.display());
         }
-        KeysCommand::List { zone, dir } => {
+        KeysCommand::List { zone, dir, pkcs11 } => {
             let apex = zone_name(zone)?;
-            let keys = load_zone_keys(dir, &apex)?;
+            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             println!(
                 "{:<7} {:<6} {:<16} {:>5}  {:<4} created",
                 "tag", "flags", "algorithm", "bits", "role"
@@ -129,13 +147,18 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 );
             }
         }
-        KeysCommand::Ds { zone, dir, digest } => {
+        KeysCommand::Ds {
+            zone,
+            dir,
+            digest,
+            pkcs11,
+        } => {
             let apex = zone_name(zone)?;
             let digest = DigestType::from_number(*digest).map_err(|e| anyhow!("{e}"))?;
             if digest == DigestType::Sha1 {
                 bail!("SHA-1 DS records must not be published (RFC 8624 §3.3)");
             }
-            let keys = load_zone_keys(dir, &apex)?;
+            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             for key in keys.iter().filter(|k| k.role.signs_key_set()) {
                 println!("{apex} IN DS {}", Rdata::Ds(key.ds(&apex, digest)));
             }

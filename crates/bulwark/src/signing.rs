@@ -10,10 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context as _};
 use bulwark_dnssec::keyfile::key_file_stem;
 use bulwark_dnssec::{
-    key_file_text, parse_key_files, private_file_text, KeyRole, SignatureValidity, SignerSettings,
-    ZoneKey, ZonePlan,
+    key_file_text, private_file_text, read_key_files, KeyFileKey, KeyRole, Pkcs11Token,
+    SignatureValidity, SignerSettings, ZoneKey, ZonePlan,
 };
 use bulwark_proto::{Name, Record};
+
+use crate::keystore::Pkcs11Settings;
 
 /// Unix seconds now.
 pub fn unix_now() -> u64 {
@@ -24,8 +26,13 @@ pub fn unix_now() -> u64 {
 
 /// Reads every key of `apex` in `dir`: each `K<apex>+<alg>+<tag>.private`
 /// with its `.key`. Files of other zones are skipped; an unreadable key of
-/// this zone is an error naming the file.
-pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
+/// this zone is an error naming the file. A `.private` file naming a key in
+/// a PKCS#11 token opens that token with `pkcs11`'s library and PIN.
+pub fn load_zone_keys(
+    dir: &Path,
+    apex: &Name,
+    pkcs11: Option<&Pkcs11Settings>,
+) -> anyhow::Result<Vec<ZoneKey>> {
     let prefix = format!("k{}+", apex.to_lowercase());
     let mut keys = Vec::new();
     let entries = match fs::read_dir(dir) {
@@ -52,8 +59,36 @@ pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
             .with_context(|| format!("reading {}", private_path.display()))?;
         let public = fs::read_to_string(&key_path)
             .with_context(|| format!("reading {}", key_path.display()))?;
-        let key = parse_key_files(apex, &public, &private, None)
-            .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+        let key = match read_key_files(apex, &public, &private, None)
+            .map_err(|e| anyhow!("{}: {e}", private_path.display()))?
+        {
+            KeyFileKey::InFile(key) => key,
+            KeyFileKey::InToken(reference) => {
+                let settings = pkcs11.ok_or_else(|| {
+                    anyhow!(
+                        "{}: the key is in the PKCS#11 token {}: name the token's library and PIN ([pkcs11] in the configuration, or --pkcs11-module, --token and --pin)",
+                        private_path.display(),
+                        reference.uri
+                    )
+                })?;
+                let id = reference.uri.id.clone().ok_or_else(|| {
+                    anyhow!(
+                        "{}: the URI {} has no id",
+                        private_path.display(),
+                        reference.uri
+                    )
+                })?;
+                let token = settings
+                    .open(reference.uri.token.as_deref())
+                    .with_context(|| format!("{}", private_path.display()))?;
+                let signing_key = token
+                    .find(reference.algorithm, &id)
+                    .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+                reference
+                    .with_signing_key(signing_key)
+                    .map_err(|e| anyhow!("{}: {e}", private_path.display()))?
+            }
+        };
         keys.push(key);
     }
     Ok(keys)
@@ -121,6 +156,38 @@ pub fn generate_key(
     now: u64,
 ) -> anyhow::Result<ZoneKey> {
     let key = bulwark_dnssec::SigningKey::generate(algorithm, bits).map_err(|e| anyhow!("{e}"))?;
+    let timing = bulwark_dnssec::KeyTiming {
+        created: Some(now),
+        publish: Some(now),
+        activate: Some(now),
+        ..Default::default()
+    };
+    Ok(ZoneKey::new(role, key, timing))
+}
+
+/// Generates a key pair on `token` (the private half never leaves it),
+/// created, published and active now. Its object label says which zone
+/// and role it is for; its ID is random.
+pub fn generate_key_in_token(
+    token: &Pkcs11Token,
+    apex: &Name,
+    algorithm: bulwark_dnssec::Algorithm,
+    bits: Option<u32>,
+    role: KeyRole,
+    now: u64,
+) -> anyhow::Result<ZoneKey> {
+    // 20 octets: the size of the IDs BIND and Knot give their token keys.
+    const ID_LEN: u32 = 20;
+    let id = token.random_id(ID_LEN).map_err(|e| anyhow!("{e}"))?;
+    let label = format!(
+        "{} {} {}",
+        apex.to_lowercase(),
+        role.name(),
+        bulwark_dnssec::time::format_timestamp(now)
+    );
+    let key = token
+        .generate(algorithm, bits, &id, &label)
+        .map_err(|e| anyhow!("{e}"))?;
     let timing = bulwark_dnssec::KeyTiming {
         created: Some(now),
         publish: Some(now),
@@ -252,10 +319,10 @@ mod tests {
         let foreign =
             generate_key(bulwark_dnssec::Algorithm::Ed25519, None, KeyRole::Ksk, 1).unwrap();
         write_zone_key(dir.path(), &other, &foreign).unwrap();
-        let loaded = load_zone_keys(dir.path(), &apex).unwrap();
+        let loaded = load_zone_keys(dir.path(), &apex, None).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].key_tag(), key.key_tag());
-        assert!(load_zone_keys(&dir.path().join("missing"), &apex)
+        assert!(load_zone_keys(&dir.path().join("missing"), &apex, None)
             .unwrap()
             .is_empty());
     }

@@ -11,8 +11,11 @@ use bulwark_dnssec::{Denial, DigestType, KeyRole, Nsec3Settings, SignerSettings,
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 
 use crate::config::ZoneSigning;
+use crate::keystore::{Keystore, Pkcs11Settings};
 use crate::policy::DnssecPolicy;
-use crate::signing::{generate_key, load_zone_keys, sign_zone, validity_window, write_zone_key};
+use crate::signing::{
+    generate_key, generate_key_in_token, load_zone_keys, sign_zone, validity_window, write_zone_key,
+};
 
 /// Totals since start, for metrics and `ctl stats`.
 #[derive(Debug, Default)]
@@ -45,14 +48,17 @@ pub struct SignedState {
 }
 
 /// The keys of `apex` for `policy`, generating them when the directory has
-/// none of the policy's algorithm: a KSK and a ZSK, or one CSK.
+/// none of the policy's algorithm: a KSK and a ZSK, or one CSK, in files or,
+/// when the policy's keystore is `pkcs11`, in the token (the key directory
+/// then holds their public halves and the URIs naming them).
 pub fn ensure_keys(
     dir: &Path,
     apex: &Name,
     policy: &DnssecPolicy,
+    pkcs11: Option<&Pkcs11Settings>,
     now: u64,
 ) -> anyhow::Result<Vec<ZoneKey>> {
-    let mut keys = load_zone_keys(dir, apex)?;
+    let mut keys = load_zone_keys(dir, apex, pkcs11)?;
     let algorithm = policy.algorithm.number();
     if keys.iter().any(|k| k.algorithm_number() == algorithm) {
         return Ok(keys);
@@ -65,8 +71,24 @@ pub fn ensure_keys(
             (KeyRole::Zsk, policy.zsk_size),
         ]
     };
+    let token = match policy.keystore {
+        Keystore::File => None,
+        Keystore::Pkcs11 => Some(
+            pkcs11
+                .ok_or_else(|| {
+                    anyhow!(
+                        "policy {} keeps keys in pkcs11, but there is no [pkcs11] table",
+                        policy.name
+                    )
+                })?
+                .open(None)?,
+        ),
+    };
     for (role, bits) in wanted {
-        let key = generate_key(policy.algorithm, *bits, *role, now)?;
+        let key = match &token {
+            Some(token) => generate_key_in_token(token, apex, policy.algorithm, *bits, *role, now)?,
+            None => generate_key(policy.algorithm, *bits, *role, now)?,
+        };
         let stem = write_zone_key(dir, apex, &key)?;
         COUNTERS.keys_generated.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
@@ -75,6 +97,7 @@ pub fn ensure_keys(
             algorithm = %policy.algorithm,
             role = role.name(),
             file = %stem.display(),
+            token = token.as_ref().map(|t| t.label()),
             "DNSSEC key generated"
         );
         if role.signs_key_set() {
@@ -116,7 +139,13 @@ pub fn sign_for_serving(
     let started = Instant::now();
     let policy = &signing.policy;
     let result = (|| {
-        let keys = ensure_keys(&signing.key_directory, apex, policy, now)?;
+        let keys = ensure_keys(
+            &signing.key_directory,
+            apex,
+            policy,
+            signing.pkcs11.as_deref(),
+            now,
+        )?;
         let denial = match &policy.denial {
             Denial::Nsec3(settings) => Denial::Nsec3(Nsec3Settings {
                 salt: salt_for(&keys, apex, policy.nsec3_salt_length),
