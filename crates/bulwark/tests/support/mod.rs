@@ -97,9 +97,21 @@ pub struct ChildGuard {
 impl ChildGuard {
     /// Starts `program` with `args`, logging into `log`.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: PathBuf) -> ChildGuard {
+        ChildGuard::spawn_with_env(name, program, args, &[], log)
+    }
+
+    /// Like [`ChildGuard::spawn`], with `env` added to the child's environment.
+    pub fn spawn_with_env(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &Path)],
+        log: PathBuf,
+    ) -> ChildGuard {
         let out = fs::File::create(&log).expect("create log file");
         let err = out.try_clone().expect("clone log file");
         let child = Command::new(program)
+            .envs(env.iter().copied())
             .args(args)
             .stdin(Stdio::null())
             .stdout(out)
@@ -268,6 +280,15 @@ pub fn bulwark_bin() -> PathBuf {
 /// for each zone, and waits until it answers the SOA of the first zone
 /// with any response at all (REFUSED counts: that is for the test to judge).
 pub fn spawn_bulwark(zones: &[(&str, &Path)], extra_args: &[&str]) -> Server {
+    spawn_bulwark_with_env(zones, extra_args, &[])
+}
+
+/// Like [`spawn_bulwark`], with `env` added to the server's environment.
+pub fn spawn_bulwark_with_env(
+    zones: &[(&str, &Path)],
+    extra_args: &[&str],
+    env: &[(&str, &Path)],
+) -> Server {
     let probe = zones.first().map_or(".", |z| z.0);
     start_server(
         |port| {
@@ -284,7 +305,7 @@ pub fn spawn_bulwark(zones: &[(&str, &Path)], extra_args: &[&str]) -> Server {
             }
             args.extend(extra_args.iter().map(|s| s.to_string()));
             let log = dir.path().join("bulwark.log");
-            let process = ChildGuard::spawn("bulwark", &bulwark_bin(), &args, log);
+            let process = ChildGuard::spawn_with_env("bulwark", &bulwark_bin(), &args, env, log);
             Server { process, addr, dir }
         },
         &[(probe, RecordType::SOA)],
