@@ -55,9 +55,12 @@ fn libraries() -> &'static Mutex<HashMap<PathBuf, Pkcs11>> {
     LIBRARIES.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The process's logged-in tokens, by library and token label.
-fn tokens() -> &'static Mutex<HashMap<(PathBuf, String), Arc<TokenInner>>> {
-    static TOKENS: OnceLock<Mutex<HashMap<(PathBuf, String), Arc<TokenInner>>>> = OnceLock::new();
+/// Logged-in tokens by library and token label.
+type OpenTokens = Mutex<HashMap<(PathBuf, String), Arc<TokenInner>>>;
+
+/// The process's logged-in tokens.
+fn tokens() -> &'static OpenTokens {
+    static TOKENS: OnceLock<OpenTokens> = OnceLock::new();
     TOKENS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 

@@ -8,6 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use bulwark_crypto::{verify, Algorithm, CryptoError, Pkcs11Token, Pkcs11Uri};
+use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
+use cryptoki::error::{Error, RvError};
+use cryptoki::object::{Attribute, AttributeType, ObjectClass};
 
 const SOFTHSM: &str = "/usr/lib/softhsm/libsofthsm2.so";
 
@@ -111,10 +114,69 @@ fn token_keys_of_every_algorithm_sign_and_stay_in_the_token() {
         token.find(Algorithm::EcdsaP256Sha256, &[0xee]),
         Err(CryptoError::KeyNotInToken { .. })
     ));
+    assert_private_keys_are_sealed(module, Algorithm::ALL.len());
+
     // The same token opened again is the same login; another PIN is refused.
     assert!(Pkcs11Token::open(module, "unit", "1234").is_ok());
     assert_eq!(
         Pkcs11Token::open(module, "unit", "9999").unwrap_err(),
         CryptoError::WrongPin("unit".into())
     );
+}
+
+/// Looks at the private key objects from outside bulwark, with cryptoki
+/// directly: each is a token object, sensitive and never extractable, and
+/// asking for its secret value gets nothing.
+fn assert_private_keys_are_sealed(module: &Path, expected: usize) {
+    let pkcs11 = Pkcs11::new(module).unwrap();
+    match pkcs11.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {
+        Ok(()) | Err(Error::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
+        Err(e) => panic!("{e}"),
+    }
+    let slot = pkcs11
+        .get_slots_with_initialized_token()
+        .unwrap()
+        .into_iter()
+        .find(|s| pkcs11.get_token_info(*s).unwrap().label().trim_end() == "unit")
+        .unwrap();
+    // bulwark's login holds for every session of this process.
+    let session = pkcs11.open_ro_session(slot).unwrap();
+    let keys = session
+        .find_objects(&[Attribute::Class(ObjectClass::PRIVATE_KEY)])
+        .unwrap();
+    assert_eq!(keys.len(), expected);
+    for key in keys {
+        let attributes = session
+            .get_attributes(
+                key,
+                &[
+                    AttributeType::Token,
+                    AttributeType::Sensitive,
+                    AttributeType::AlwaysSensitive,
+                    AttributeType::Extractable,
+                    AttributeType::NeverExtractable,
+                    AttributeType::Value,
+                    AttributeType::PrivateExponent,
+                ],
+            )
+            .unwrap();
+        for expected in [
+            Attribute::Token(true),
+            Attribute::Sensitive(true),
+            Attribute::AlwaysSensitive(true),
+            Attribute::Extractable(false),
+            Attribute::NeverExtractable(true),
+        ] {
+            assert!(
+                attributes.contains(&expected),
+                "{expected:?} not in {attributes:?}"
+            );
+        }
+        assert!(
+            !attributes
+                .iter()
+                .any(|a| matches!(a, Attribute::Value(_) | Attribute::PrivateExponent(_))),
+            "secret material read out: {attributes:?}"
+        );
+    }
 }
