@@ -466,4 +466,26 @@ fn a_wrong_pin_is_an_error_that_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--pkcs11-module"), "{stderr}");
+
+    // A server given a wrong PIN says so, keeps running, and does not serve
+    // the zone it cannot sign.
+    let config = online_config(&hsm, "0000");
+    let arg = config.display().to_string();
+    let mut server = support::spawn_bulwark_with_env(&[], &["--config", arg.as_str()], &hsm.env());
+    let answer = support::query_retry(
+        server.addr,
+        &QuerySpec::new("signed.test.", RecordType::SOA),
+        Transport::Udp,
+        std::time::Duration::from_secs(5),
+        3,
+    )
+    .unwrap();
+    assert_eq!(answer.rcode_name(), "REFUSED", "{answer}");
+    assert!(server.process.exited().is_none());
+    let log = server.process.log();
+    assert!(
+        log.contains(&format!("PKCS#11 token `{TOKEN}`: wrong PIN")),
+        "{log}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
 }
