@@ -134,8 +134,14 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 } else {
                     "inactive"
                 };
+                // Where the private key is, when not in the .private file.
+                let kept = key
+                    .signing_key()
+                    .pkcs11_uri()
+                    .map(|uri| format!(" (in token {})", uri.token.unwrap_or_default()))
+                    .unwrap_or_default();
                 println!(
-                    "{:<7} {:<6} {:<16} {:>5}  {:<4} {} {state}",
+                    "{:<7} {:<6} {:<16} {:>5}  {:<4} {} {state}{kept}",
                     key.key_tag(),
                     key.dnskey().flags,
                     key.signing_key().algorithm().mnemonic(),

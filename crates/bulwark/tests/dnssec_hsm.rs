@@ -235,6 +235,13 @@ fn keys_made_in_the_token_sign_zones_that_ldns_and_bind_verify() {
                 PIN,
             ]);
             assert_eq!(listing.matches(" 2048 ").count(), 2, "{listing}");
+            assert_eq!(
+                listing
+                    .matches(&format!("active (in token {TOKEN})"))
+                    .count(),
+                2,
+                "{listing}"
+            );
         }
 
         let signed = hsm.dir.path().join(format!("{algorithm}.signed"));
