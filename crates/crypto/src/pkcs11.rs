@@ -30,6 +30,11 @@ use crate::{Algorithm, CryptoError};
 const P256_OID: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 const P384_OID: [u8; 7] = [0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
 const ED25519_OID: [u8; 5] = [0x06, 0x03, 0x2b, 0x65, 0x70];
+/// PKCS#11 v3.0 §2.3.10 also lets CKA_EC_PARAMS name the curve as the
+/// PrintableString `edwards25519`; keys other tools made may carry it.
+const ED25519_NAME: [u8; 14] = [
+    0x13, 0x0c, b'e', b'd', b'w', b'a', b'r', b'd', b's', b'2', b'5', b'5', b'1', b'9',
+];
 /// 65537, the public exponent every DNSSEC RSA key uses (RFC 3110 §4).
 const RSA_PUBLIC_EXPONENT: [u8; 3] = [0x01, 0x00, 0x01];
 
@@ -301,7 +306,13 @@ impl Pkcs11Token {
                 })
         };
         let private = find(ObjectClass::PRIVATE_KEY)?;
-        let public = find(ObjectClass::PUBLIC_KEY)?;
+        // Some tokens keep no public key object; an RSA private key object
+        // carries the modulus and public exponent itself (PKCS#11 v2.40
+        // §2.1.3), so it stands in.
+        let public = match find(ObjectClass::PUBLIC_KEY) {
+            Err(CryptoError::KeyNotInToken { .. }) if algorithm.is_rsa() => private,
+            other => other?,
+        };
         self.signing_key(algorithm, id, public, private)
     }
 
@@ -391,7 +402,9 @@ impl Pkcs11Token {
         } else {
             KeyType::EC
         };
-        if key_type != Some(expected_type) || params.as_deref() != curve_oid(algorithm) {
+        let curve_matches = params.as_deref() == curve_oid(algorithm)
+            || (algorithm == Algorithm::Ed25519 && params.as_deref() == Some(&ED25519_NAME[..]));
+        if key_type != Some(expected_type) || !curve_matches {
             return Err(mismatch());
         }
         let point = point.ok_or_else(missing)?;

@@ -116,6 +116,15 @@ fn token_keys_of_every_algorithm_sign_and_stay_in_the_token() {
     ));
     assert_private_keys_are_sealed(module, Algorithm::ALL.len());
 
+    // An RSA key pair whose public object is gone is still found: the
+    // private object carries the public components.
+    let rsa_id = [0xb0, 0];
+    let rsa = token.find(Algorithm::RsaSha256, &rsa_id).unwrap();
+    destroy_public_key(module, &rsa_id);
+    let again = token.find(Algorithm::RsaSha256, &rsa_id).unwrap();
+    assert_eq!(again.dnskey_public_key(), rsa.dnskey_public_key());
+    verify(8, rsa.dnskey_public_key(), b"x", &again.sign(b"x").unwrap()).unwrap();
+
     // The same token opened again is the same login; another PIN is refused.
     assert!(Pkcs11Token::open(module, "unit", "1234").is_ok());
     assert_eq!(
@@ -124,10 +133,7 @@ fn token_keys_of_every_algorithm_sign_and_stay_in_the_token() {
     );
 }
 
-/// Looks at the private key objects from outside bulwark, with cryptoki
-/// directly: each is a token object, sensitive and never extractable, and
-/// asking for its secret value gets nothing.
-fn assert_private_keys_are_sealed(module: &Path, expected: usize) {
+fn outside_session(module: &Path) -> cryptoki::session::Session {
     let pkcs11 = Pkcs11::new(module).unwrap();
     match pkcs11.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {
         Ok(()) | Err(Error::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
@@ -140,7 +146,26 @@ fn assert_private_keys_are_sealed(module: &Path, expected: usize) {
         .find(|s| pkcs11.get_token_info(*s).unwrap().label().trim_end() == "unit")
         .unwrap();
     // bulwark's login holds for every session of this process.
-    let session = pkcs11.open_ro_session(slot).unwrap();
+    pkcs11.open_rw_session(slot).unwrap()
+}
+
+fn destroy_public_key(module: &Path, id: &[u8]) {
+    let session = outside_session(module);
+    let found = session
+        .find_objects(&[
+            Attribute::Class(ObjectClass::PUBLIC_KEY),
+            Attribute::Id(id.to_vec()),
+        ])
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    session.destroy_object(found[0]).unwrap();
+}
+
+/// Looks at the private key objects from outside bulwark, with cryptoki
+/// directly: each is a token object, sensitive and never extractable, and
+/// asking for its secret value gets nothing.
+fn assert_private_keys_are_sealed(module: &Path, expected: usize) {
+    let session = outside_session(module);
     let keys = session
         .find_objects(&[Attribute::Class(ObjectClass::PRIVATE_KEY)])
         .unwrap();
