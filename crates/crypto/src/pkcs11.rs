@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use aws_lc_rs::digest;
 use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
@@ -88,14 +89,21 @@ fn library(module: &Path) -> Result<Pkcs11, CryptoError> {
     Ok(pkcs11)
 }
 
-/// One token, logged in. Its session is shared: PKCS#11 sessions run one
-/// operation at a time (§5.6), so signers take turns.
+/// Sessions opened per token, so signing threads need not queue for one: a
+/// PKCS#11 session runs one operation at a time (§5.6), and the login of the
+/// first holds for all.
+const MAX_SESSIONS: usize = 8;
+
+/// One token, logged in, with its sessions.
 struct TokenInner {
     label: String,
     /// SHA-256 of the PIN the token was opened with; a later open must give
     /// the same PIN, since a second `C_Login` cannot check it.
     pin_digest: Vec<u8>,
-    session: Mutex<Session>,
+    /// Never empty; the first does everything but signing.
+    sessions: Vec<Mutex<Session>>,
+    /// Where the next signer starts looking for a free session.
+    next: AtomicUsize,
 }
 
 impl fmt::Debug for TokenInner {
@@ -107,8 +115,32 @@ impl fmt::Debug for TokenInner {
 }
 
 impl TokenInner {
-    fn session(&self) -> Result<std::sync::MutexGuard<'_, Session>, CryptoError> {
-        self.session.lock().map_err(|_| CryptoError::Poisoned)
+    fn session(&self) -> Result<MutexGuard<'_, Session>, CryptoError> {
+        self.sessions
+            .first()
+            .ok_or(CryptoError::Poisoned)?
+            .lock()
+            .map_err(|_| CryptoError::Poisoned)
+    }
+
+    /// A free session if there is one, else a turn at one of them.
+    fn signing_session(&self) -> Result<MutexGuard<'_, Session>, CryptoError> {
+        let count = self.sessions.len();
+        let start = self
+            .next
+            .fetch_add(1, Ordering::Relaxed)
+            .checked_rem(count)
+            .unwrap_or(0);
+        for session in self.sessions.iter().cycle().skip(start).take(count) {
+            if let Ok(free) = session.try_lock() {
+                return Ok(free);
+            }
+        }
+        self.sessions
+            .get(start)
+            .ok_or(CryptoError::Poisoned)?
+            .lock()
+            .map_err(|_| CryptoError::Poisoned)
     }
 }
 
@@ -152,7 +184,7 @@ impl TokenKey {
             ),
         };
         self.token
-            .session()?
+            .signing_session()?
             .sign(&mechanism, self.private, input)
             .map_err(|e| failed("signing", e))
     }
@@ -214,10 +246,22 @@ impl Pkcs11Token {
             }
             Err(e) => return Err(failed("logging in", e)),
         }
+        let wanted = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_SESSIONS);
+        let mut sessions = vec![Mutex::new(session)];
+        while sessions.len() < wanted {
+            match pkcs11.open_rw_session(slot) {
+                Ok(more) => sessions.push(Mutex::new(more)),
+                // A token with a session limit: fewer sessions, more waiting.
+                Err(_) => break,
+            }
+        }
         let inner = Arc::new(TokenInner {
             label: token_label.to_owned(),
             pin_digest: pin_digest(pin),
-            session: Mutex::new(session),
+            sessions,
+            next: AtomicUsize::new(0),
         });
         open.insert(key, Arc::clone(&inner));
         Ok(Pkcs11Token { inner })
