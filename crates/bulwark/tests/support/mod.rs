@@ -795,6 +795,16 @@ fn next_id() -> u16 {
 }
 
 /// One UDP exchange from a fresh socket.
+/// The client's own ephemeral port is the server's: until the server binds
+/// it (the port `free_port` released may be handed straight back), such a
+/// socket gets its own query back, which must not pass for an answer.
+fn self_connected() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the client socket got the server's port: not listening yet",
+    )
+}
+
 pub fn exchange_udp(
     addr: SocketAddr,
     wire: &[u8],
@@ -807,6 +817,9 @@ pub fn exchange_udp(
         (std::net::Ipv6Addr::LOCALHOST, 0).into()
     };
     let sock = UdpSocket::bind(bind)?;
+    if sock.local_addr()? == addr {
+        return Err(self_connected());
+    }
     sock.connect(addr)?;
     sock.send(wire)?;
     let deadline = Instant::now() + timeout;
@@ -843,6 +856,10 @@ pub fn exchange_udp(
 /// One TCP exchange on a fresh connection (RFC 1035 §4.2.2 length prefix).
 pub fn exchange_tcp(addr: SocketAddr, wire: &[u8], timeout: Duration) -> io::Result<Vec<u8>> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    // TCP simultaneous open lets a socket connect to itself (RFC 793 §3.4).
+    if stream.local_addr()? == addr {
+        return Err(self_connected());
+    }
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let len = u16::try_from(wire.len()).expect("query fits a TCP frame");
