@@ -100,7 +100,7 @@ struct TokenInner {
     /// SHA-256 of the PIN the token was opened with; a later open must give
     /// the same PIN, since a second `C_Login` cannot check it.
     pin_digest: Vec<u8>,
-    /// Never empty; the first does everything but signing.
+    /// Never empty; the first also does everything that is not signing.
     sessions: Vec<Mutex<Session>>,
     /// Where the next signer starts looking for a free session.
     next: AtomicUsize,
@@ -199,7 +199,9 @@ fn pin_digest(pin: &str) -> Vec<u8> {
 impl Pkcs11Token {
     /// Opens the token labelled `token_label` in the PKCS#11 library
     /// `module` and logs in with `pin`. Opening the same token again in this
-    /// process gives the same logged-in session.
+    /// process gives the same logged-in sessions; a PIN other than the one
+    /// that logged in is refused as wrong, since the token cannot check it
+    /// while logged in (a PIN changed on the token needs a restart).
     pub fn open(module: &Path, token_label: &str, pin: &str) -> Result<Pkcs11Token, CryptoError> {
         let key = (module.to_path_buf(), token_label.to_owned());
         let mut open = tokens().lock().map_err(|_| CryptoError::Poisoned)?;
