@@ -183,10 +183,43 @@ impl TokenKey {
                 data,
             ),
         };
-        self.token
+        let signed = self
+            .token
             .signing_session()?
-            .sign(&mechanism, self.private, input)
-            .map_err(|e| failed("signing", e))
+            .sign(&mechanism, self.private, input);
+        signed.map_err(|e| {
+            if session_lost(&e) {
+                forget(&self.token);
+            }
+            failed("signing", e)
+        })
+    }
+}
+
+/// Errors after which the token's sessions are of no more use: the HSM
+/// restarted or went away, or the login ended.
+fn session_lost(e: &Pkcs11Error) -> bool {
+    matches!(
+        e,
+        Pkcs11Error::Pkcs11(
+            RvError::SessionHandleInvalid
+                | RvError::SessionClosed
+                | RvError::DeviceRemoved
+                | RvError::TokenNotPresent
+                | RvError::UserNotLoggedIn
+                | RvError::KeyHandleInvalid
+                | RvError::ObjectHandleInvalid,
+            _
+        )
+    )
+}
+
+/// Drops a token from the open ones, so the next `Pkcs11Token::open` opens
+/// it afresh and logs in again. Keys already found keep the old sessions
+/// until they are dropped; callers find their keys again.
+fn forget(token: &Arc<TokenInner>) {
+    if let Ok(mut open) = tokens().lock() {
+        open.retain(|_, kept| !Arc::ptr_eq(kept, token));
     }
 }
 

@@ -125,6 +125,22 @@ fn token_keys_of_every_algorithm_sign_and_stay_in_the_token() {
     assert_eq!(again.dnskey_public_key(), rsa.dnskey_public_key());
     verify(8, rsa.dnskey_public_key(), b"x", &again.sign(b"x").unwrap()).unwrap();
 
+    // Logged out under bulwark's feet (as when an HSM restarts), signing
+    // fails, and the next open logs in again.
+    let key = token.find(Algorithm::EcdsaP256Sha256, &[0xb0, 2]).unwrap();
+    outside_session(module).logout().unwrap();
+    assert!(matches!(
+        key.sign(b"x"),
+        Err(CryptoError::Pkcs11 {
+            operation: "signing",
+            ..
+        })
+    ));
+    drop((key, again, rsa, token));
+    let token = Pkcs11Token::open(module, "unit", "1234").unwrap();
+    let key = token.find(Algorithm::EcdsaP256Sha256, &[0xb0, 2]).unwrap();
+    verify(13, key.dnskey_public_key(), b"x", &key.sign(b"x").unwrap()).unwrap();
+
     // The same token opened again is the same login; another PIN is refused.
     assert!(Pkcs11Token::open(module, "unit", "1234").is_ok());
     assert_eq!(
