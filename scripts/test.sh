@@ -12,11 +12,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Peers: knotd and kdig (differential and interop tests) with its dnstap
 # module, nsd, BIND's named, dig and named-checkzone, ldns tools, unbound,
 # the Frame Streams and dnstap readers (fstrm_capture, dnstap-ldns), dnspython,
-# the Prometheus text parser (metrics tests) and systemd-analyze (unit check).
+# the Prometheus text parser (metrics tests), systemd-analyze (unit check), and
+# SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
     ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
     python3-prometheus-client
-    systemd)
+    systemd softhsm2 opensc)
 
 CURRENT_STEP="start"
 step() {

@@ -60,6 +60,8 @@ pub struct ConfigFile {
     /// Named signing policies, referred to by `[[zone]] dnssec_policy`.
     #[serde(default)]
     pub dnssec_policy: BTreeMap<String, crate::policy::PolicySection>,
+    /// The HSM for policies with `keystore = "pkcs11"`.
+    pub pkcs11: Option<crate::keystore::Pkcs11Section>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -149,6 +151,8 @@ pub struct ZoneSigning {
     pub key_directory: PathBuf,
     /// Asked whether they serve a new KSK's DS (empty: `bulwark keys ds-seen`).
     pub parents: Vec<SocketAddr>,
+    /// The `[pkcs11]` token, for keys kept in it.
+    pub pkcs11: Option<Arc<crate::keystore::Pkcs11Settings>>,
 }
 
 /// What the server runs with, validated.
@@ -239,6 +243,37 @@ pub fn parse_file(file: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             None => ConfigError::one(format!("{}: {message}", file.display())),
         }
     })
+}
+
+/// Only the `[pkcs11]` table of the configuration file `path`, for the
+/// commands that use the token without serving.
+pub fn load_pkcs11(path: &Path) -> Result<Option<crate::keystore::Pkcs11Settings>, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::one(format!("{}: cannot read: {e}", path.display())))?;
+    let parsed = parse_file(path, &text)?;
+    let source = Source {
+        file: path,
+        text: &text,
+    };
+    let base_dir = path.parent().unwrap_or(Path::new(""));
+    let mut problems = Vec::new();
+    let settings = crate::keystore::Pkcs11Settings::resolve(
+        parsed.pkcs11.as_ref(),
+        base_dir,
+        &path.display().to_string(),
+        &source,
+        &mut problems,
+    );
+    if !problems.is_empty() {
+        return Err(ConfigError { problems });
+    }
+    if settings.is_none() {
+        return Err(ConfigError::one(format!(
+            "{}: no [pkcs11] table",
+            path.display()
+        )));
+    }
+    Ok(settings)
 }
 
 /// Reads `args.config` (if any), lays the flags over it and validates the result.
@@ -442,6 +477,14 @@ fn resolve(
     let mut zone_acls = ZoneAcls::default();
     let policies = crate::policy::build_policies(&f.dnssec_policy, src, &mut problems);
     let key_directory = base_dir.join(f.server.key_directory.as_deref().unwrap_or("keys"));
+    let pkcs11 = crate::keystore::Pkcs11Settings::resolve(
+        f.pkcs11.as_ref(),
+        base_dir,
+        &src.file.display().to_string(),
+        src,
+        &mut problems,
+    )
+    .map(Arc::new);
 
     // Zones: the file's, then the flags'.
     let mut zones: Vec<ZoneSpec> = Vec::new();
@@ -499,7 +542,20 @@ fn resolve(
                                 )),
                             }
                         }
+                        if policy.keystore == crate::keystore::Keystore::Pkcs11
+                            && pkcs11.is_none()
+                            && f.pkcs11.is_none()
+                        {
+                            problems.push(src.at(
+                                name.span(),
+                                format!(
+                                    "dnssec_policy: [dnssec_policy.{}] keeps keys in pkcs11, but there is no [pkcs11] table",
+                                    name.get_ref()
+                                ),
+                            ));
+                        }
                         Some(ZoneSigning {
+                            pkcs11: pkcs11.clone(),
                             policy,
                             parents,
                             key_directory: z
@@ -852,6 +908,46 @@ mod tests {
         let s = settings("[[listener]]\naddress = \"[::1]:5353\"\n").unwrap();
         assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
         assert!(s.listen_given);
+    }
+
+    #[test]
+    fn pkcs11_table_and_keystore_mistakes_say_where() {
+        let text = "[pkcs11]\nmodule = \"/usr/lib/softhsm/libsofthsm2.so\"\ntoken_label = \"bulwark\"\npin = \"1234\"\n[dnssec_policy.hsm]\nkeystore = \"pkcs11\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"hsm\"\n";
+        let s = settings(text).unwrap();
+        let signing = s.zones[0].signing.as_ref().unwrap();
+        let token = signing.pkcs11.as_ref().unwrap();
+        assert_eq!(token.token_label, "bulwark");
+        assert_eq!(signing.policy.keystore, crate::keystore::Keystore::Pkcs11);
+
+        let text = "[pkcs11]\nmodule = \"/m.so\"\npin = \"1\"\npin_file = \"pin\"\n";
+        let err = settings(text).unwrap_err();
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.contains("bulwark.toml:4:12: pin_file: give `pin` or `pin_file`")),
+            "{err}"
+        );
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.contains("`token_label` is required")),
+            "{err}"
+        );
+
+        let text = "[dnssec_policy.hsm]\nkeystore = \"pkcs12\"\n[dnssec_policy.h2]\nkeystore = \"pkcs11\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"h2\"\n";
+        let err = settings(text).unwrap_err();
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.contains("bulwark.toml:2:12: keystore: `pkcs12`")),
+            "{err}"
+        );
+        assert!(
+            err.problems.iter().any(|p| p.contains(
+                "bulwark.toml:8:17: dnssec_policy: [dnssec_policy.h2] keeps keys in pkcs11"
+            )),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,7 +9,10 @@ use bulwark_dnssec::{Algorithm, DigestType, KeyRole};
 use bulwark_proto::{Name, Rdata};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::signing::{generate_key, load_zone_keys, unix_now, write_key_state, write_zone_key};
+use crate::keystore::Pkcs11Args;
+use crate::signing::{
+    generate_key, generate_key_in_token, load_zone_keys, unix_now, write_key_state, write_zone_key,
+};
 
 fn key_state(t: &bulwark_dnssec::KeyTiming, now: u64) -> &'static str {
     match (t.is_published(now), t.is_active(now)) {
@@ -61,7 +64,9 @@ pub enum RoleArg {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Create a key in BIND's K<zone>+<alg>+<tag>.key/.private files.
+    /// Create a key in BIND's K<zone>+<alg>+<tag>.key/.private files; with a
+    /// token (--pkcs11-module, --token, --pin, or --config), make it in the
+    /// token and write a .private file naming it.
     Generate {
         /// The zone, e.g. `example.com.`.
         zone: String,
@@ -77,12 +82,16 @@ pub enum KeysCommand {
         /// Where to write the files.
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// List the zone's keys in a key directory.
     List {
         zone: String,
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// Ask for a key to be rolled over now: the running server starts the
     /// rollover at its next signing pass (`bulwark ctl zone sign ZONE`).
@@ -93,6 +102,8 @@ pub enum KeysCommand {
         role: RoleArg,
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// Record that the parent now serves the DS of key TAG, when the server
     /// has no `parent` servers to ask itself: a KSK rollover goes on from here.
@@ -101,6 +112,8 @@ pub enum KeysCommand {
         tag: u16,
         #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
     /// Print the DS records of the zone's key-signing keys, for the parent.
     Ds {
@@ -110,6 +123,8 @@ pub enum KeysCommand {
         /// 2 (SHA-256) or 4 (SHA-384).
         #[arg(long, default_value_t = 2)]
         digest: u8,
+        #[command(flatten)]
+        pkcs11: Pkcs11Args,
     },
 }
 
@@ -140,6 +155,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             role,
             bits,
             dir,
+            pkcs11,
         } => {
             let apex = zone_name(zone)?;
             let algorithm = Algorithm::from_name(algorithm)
@@ -149,21 +165,33 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 RoleArg::Zsk => KeyRole::Zsk,
                 RoleArg::Csk => KeyRole::Csk,
             };
-            let key = generate_key(algorithm, *bits, role, unix_now())?;
+            let key = match pkcs11.settings()? {
+                Some(settings) => {
+                    let token = settings.open(None)?;
+                    generate_key_in_token(&token, &apex, algorithm, *bits, role, unix_now())?
+                }
+                None => generate_key(algorithm, *bits, role, unix_now())?,
+            };
             let stem = write_zone_key(dir, &apex, &key)?;
             println!("{}", stem.display());
         }
-        KeysCommand::List { zone, dir } => {
+        KeysCommand::List { zone, dir, pkcs11 } => {
             let apex = zone_name(zone)?;
-            let keys = load_zone_keys(dir, &apex)?;
+            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             let now = unix_now();
             println!(
                 "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} next",
                 "tag", "flags", "algorithm", "bits", "role", "state"
             );
             for key in &keys {
+                // Where the private key is, when not in the .private file.
+                let kept = key
+                    .signing_key()
+                    .pkcs11_uri()
+                    .map(|uri| format!(" (in token {})", uri.token.unwrap_or_default()))
+                    .unwrap_or_default();
                 println!(
-                    "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} {}",
+                    "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} {}{kept}",
                     key.key_tag(),
                     key.dnskey().flags,
                     key.signing_key().algorithm().mnemonic(),
@@ -174,9 +202,14 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 );
             }
         }
-        KeysCommand::Rollover { zone, role, dir } => {
+        KeysCommand::Rollover {
+            zone,
+            role,
+            dir,
+            pkcs11,
+        } => {
             let apex = zone_name(zone)?;
-            let mut keys = load_zone_keys(dir, &apex)?;
+            let mut keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             let now = unix_now();
             let wanted = |k: &bulwark_dnssec::ZoneKey| match role {
                 RoleArg::Zsk => k.role == KeyRole::Zsk,
@@ -196,9 +229,14 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 key.key_tag()
             );
         }
-        KeysCommand::DsSeen { zone, tag, dir } => {
+        KeysCommand::DsSeen {
+            zone,
+            tag,
+            dir,
+            pkcs11,
+        } => {
             let apex = zone_name(zone)?;
-            let mut keys = load_zone_keys(dir, &apex)?;
+            let mut keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             let key = keys
                 .iter_mut()
                 .find(|k| k.key_tag() == *tag && k.role.signs_key_set())
@@ -209,13 +247,18 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             write_key_state(dir, &apex, key)?;
             println!("DS of key {tag} recorded as published by the parent");
         }
-        KeysCommand::Ds { zone, dir, digest } => {
+        KeysCommand::Ds {
+            zone,
+            dir,
+            digest,
+            pkcs11,
+        } => {
             let apex = zone_name(zone)?;
             let digest = DigestType::from_number(*digest).map_err(|e| anyhow!("{e}"))?;
             if digest == DigestType::Sha1 {
                 bail!("SHA-1 DS records must not be published (RFC 8624 §3.3)");
             }
-            let keys = load_zone_keys(dir, &apex)?;
+            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
             for key in keys.iter().filter(|k| k.role.signs_key_set()) {
                 println!("{apex} IN DS {}", Rdata::Ds(key.ds(&apex, digest)));
             }

@@ -23,6 +23,7 @@ mod demo;
 mod dnstap_cli;
 mod handler;
 mod keys_cli;
+mod keystore;
 mod logging;
 mod metrics_http;
 mod parent_ds;

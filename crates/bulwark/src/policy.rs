@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::defences::Locate;
+use crate::keystore::Keystore;
 use crate::signing::parse_duration;
 
 /// The table as written; durations are `14d`, `2h`, `30m`, `45s` or seconds.
@@ -17,6 +18,9 @@ use crate::signing::parse_duration;
 #[serde(deny_unknown_fields)]
 pub struct PolicySection {
     pub algorithm: Option<Spanned<String>>,
+    /// Where generated keys are kept: `file` (the key directory) or
+    /// `pkcs11` (the `[pkcs11]` token).
+    pub keystore: Option<Spanned<String>>,
     pub ksk_size: Option<u32>,
     pub zsk_size: Option<u32>,
     /// One combined signing key (CSK) instead of a KSK and a ZSK.
@@ -45,6 +49,7 @@ pub struct PolicySection {
 pub struct DnssecPolicy {
     pub name: String,
     pub algorithm: Algorithm,
+    pub keystore: Keystore,
     pub ksk_size: Option<u32>,
     pub zsk_size: Option<u32>,
     pub single_key: bool,
@@ -77,6 +82,7 @@ impl Default for DnssecPolicy {
         DnssecPolicy {
             name: "default".to_owned(),
             algorithm: Algorithm::EcdsaP256Sha256,
+            keystore: Keystore::File,
             ksk_size: None,
             zsk_size: None,
             single_key: false,
@@ -136,6 +142,16 @@ impl DnssecPolicy {
                 d.algorithm
             }),
         };
+        let keystore = match &s.keystore {
+            None => d.keystore,
+            Some(text) => Keystore::from_name(text.get_ref()).unwrap_or_else(|| {
+                problems.push(loc.at(
+                    text.span(),
+                    format!("keystore: `{}` is not `file` or `pkcs11`", text.get_ref()),
+                ));
+                d.keystore
+            }),
+        };
         let denial = if s.nsec3.unwrap_or(false) {
             Denial::Nsec3(Nsec3Settings {
                 iterations: s.nsec3_iterations.as_ref().map_or(0, |i| *i.get_ref()),
@@ -162,6 +178,7 @@ impl DnssecPolicy {
         let policy = DnssecPolicy {
             name: name.to_owned(),
             algorithm,
+            keystore,
             ksk_size: s.ksk_size,
             zsk_size: s.zsk_size,
             single_key: s.single_key.unwrap_or(d.single_key),

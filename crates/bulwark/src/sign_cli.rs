@@ -59,6 +59,9 @@ pub struct SignArgs {
     /// Sign as if it were this Unix time (keys' timing and validity follow).
     #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
     pub now: Option<u64>,
+    /// The token holding keys whose .private file names one.
+    #[command(flatten)]
+    pub pkcs11: crate::keystore::Pkcs11Args,
 }
 
 fn parse_salt(text: &str) -> anyhow::Result<Vec<u8>> {
@@ -121,7 +124,7 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
             lines.join("\n")
         )
     })?;
-    let keys = load_zone_keys(&args.keys, &apex)?;
+    let keys = load_zone_keys(&args.keys, &apex, args.pkcs11.settings()?.as_ref())?;
     if keys.is_empty() {
         bail!(
             "no keys for {apex} in {} (create them with `bulwark keys generate {apex}`)",

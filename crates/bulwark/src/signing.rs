@@ -10,10 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context as _};
 use bulwark_dnssec::keyfile::key_file_stem;
 use bulwark_dnssec::{
-    apply_state_text, key_file_text, parse_key_files, private_file_text, state_file_text, KeyRole,
-    SignatureValidity, SignerSettings, ZoneKey, ZonePlan,
+    apply_state_text, key_file_text, private_file_text, read_key_files, state_file_text,
+    KeyFileKey, KeyRole, Pkcs11Token, SignatureValidity, SignerSettings, ZoneKey, ZonePlan,
 };
 use bulwark_proto::{Name, Record};
+
+use crate::keystore::Pkcs11Settings;
 
 /// Unix seconds now.
 pub fn unix_now() -> u64 {
@@ -24,8 +26,13 @@ pub fn unix_now() -> u64 {
 
 /// Reads every key of `apex` in `dir`: each `K<apex>+<alg>+<tag>.private`
 /// with its `.key`. Files of other zones are skipped; an unreadable key of
-/// this zone is an error naming the file.
-pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
+/// this zone is an error naming the file. A `.private` file naming a key in
+/// a PKCS#11 token opens that token with `pkcs11`'s library and PIN.
+pub fn load_zone_keys(
+    dir: &Path,
+    apex: &Name,
+    pkcs11: Option<&Pkcs11Settings>,
+) -> anyhow::Result<Vec<ZoneKey>> {
     let prefix = format!("k{}+", apex.to_lowercase());
     let mut keys = Vec::new();
     let entries = match fs::read_dir(dir) {
@@ -52,8 +59,36 @@ pub fn load_zone_keys(dir: &Path, apex: &Name) -> anyhow::Result<Vec<ZoneKey>> {
             .with_context(|| format!("reading {}", private_path.display()))?;
         let public = fs::read_to_string(&key_path)
             .with_context(|| format!("reading {}", key_path.display()))?;
-        let mut key = parse_key_files(apex, &public, &private, None)
-            .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+        let mut key = match read_key_files(apex, &public, &private, None)
+            .map_err(|e| anyhow!("{}: {e}", private_path.display()))?
+        {
+            KeyFileKey::InFile(key) => key,
+            KeyFileKey::InToken(reference) => {
+                let settings = pkcs11.ok_or_else(|| {
+                    anyhow!(
+                        "{}: the key is in the PKCS#11 token {}: name the token's library and PIN ([pkcs11] in the configuration, or --pkcs11-module, --token and --pin)",
+                        private_path.display(),
+                        reference.uri
+                    )
+                })?;
+                let id = reference.uri.id.clone().ok_or_else(|| {
+                    anyhow!(
+                        "{}: the URI {} has no id",
+                        private_path.display(),
+                        reference.uri
+                    )
+                })?;
+                let token = settings
+                    .open(reference.uri.token.as_deref())
+                    .with_context(|| format!("{}", private_path.display()))?;
+                let signing_key = token
+                    .find(reference.algorithm, &id)
+                    .map_err(|e| anyhow!("{}: {e}", private_path.display()))?;
+                reference
+                    .with_signing_key(signing_key)
+                    .map_err(|e| anyhow!("{}: {e}", private_path.display()))?
+            }
+        };
         let state_path = private_path.with_extension("timing");
         match fs::read_to_string(&state_path) {
             Ok(state) => apply_state_text(&mut key, &state)
@@ -73,17 +108,19 @@ pub fn write_zone_key(dir: &Path, apex: &Name, key: &ZoneKey) -> anyhow::Result<
     fs::create_dir_all(dir).with_context(|| format!("creating key directory {}", dir.display()))?;
     let stem = dir.join(key_file_stem(apex, key));
     let private = private_file_text(key).map_err(|e| anyhow!("{e}"))?;
-    write_atomically(
-        &stem.with_extension_str("private"),
-        private.as_bytes(),
-        0o600,
-    )?;
+    // Readers find keys by their .private file, so it is written last: a
+    // reader never sees a key whose other files are not there yet.
     write_atomically(
         &stem.with_extension_str("key"),
         key_file_text(apex, key).as_bytes(),
         0o644,
     )?;
     write_key_state(dir, apex, key)?;
+    write_atomically(
+        &stem.with_extension_str("private"),
+        private.as_bytes(),
+        0o600,
+    )?;
     Ok(stem)
 }
 
@@ -128,6 +165,12 @@ pub fn write_atomically(path: &Path, data: &[u8], mode: u32) -> anyhow::Result<(
         .and_then(|()| file.sync_all())
         .with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
+    // The rename itself is durable only once the directory is synced.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("syncing {}", parent.display()))?;
+    }
     Ok(())
 }
 
@@ -164,6 +207,50 @@ pub struct SigningRun {
     /// Expirations are spread over this many seconds before `validity`'s.
     pub jitter: u64,
     pub threads: usize,
+}
+
+/// Generates a key pair on `token` (the private half never leaves it),
+/// created, published and active now. Its object label says which zone
+/// and role it is for; its ID is random.
+pub fn generate_key_in_token(
+    token: &Pkcs11Token,
+    apex: &Name,
+    algorithm: bulwark_dnssec::Algorithm,
+    bits: Option<u32>,
+    role: KeyRole,
+    now: u64,
+) -> anyhow::Result<ZoneKey> {
+    let timing = bulwark_dnssec::KeyTiming {
+        created: Some(now),
+        publish: Some(now),
+        activate: Some(now),
+        ..Default::default()
+    };
+    generate_key_in_token_with(token, apex, algorithm, bits, role, timing)
+}
+
+/// [`generate_key_in_token`] with the timing a rollover step chose.
+pub fn generate_key_in_token_with(
+    token: &Pkcs11Token,
+    apex: &Name,
+    algorithm: bulwark_dnssec::Algorithm,
+    bits: Option<u32>,
+    role: KeyRole,
+    timing: bulwark_dnssec::KeyTiming,
+) -> anyhow::Result<ZoneKey> {
+    // 20 octets: the size of the IDs BIND and Knot give their token keys.
+    const ID_LEN: u32 = 20;
+    let id = token.random_id(ID_LEN).map_err(|e| anyhow!("{e}"))?;
+    let label = format!(
+        "{} {} {}",
+        apex.to_lowercase(),
+        role.name(),
+        bulwark_dnssec::time::format_timestamp(timing.created.unwrap_or(0))
+    );
+    let key = token
+        .generate(algorithm, bits, &id, &label)
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(ZoneKey::new(role, key, timing))
 }
 
 /// Signs a zone: the plan on this thread, the signatures on `threads`
@@ -308,10 +395,10 @@ mod tests {
         let foreign =
             generate_key(bulwark_dnssec::Algorithm::Ed25519, None, KeyRole::Ksk, 1).unwrap();
         write_zone_key(dir.path(), &other, &foreign).unwrap();
-        let loaded = load_zone_keys(dir.path(), &apex).unwrap();
+        let loaded = load_zone_keys(dir.path(), &apex, None).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].key_tag(), key.key_tag());
-        assert!(load_zone_keys(&dir.path().join("missing"), &apex)
+        assert!(load_zone_keys(&dir.path().join("missing"), &apex, None)
             .unwrap()
             .is_empty());
     }

@@ -14,11 +14,12 @@ use bulwark_dnssec::{
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 
 use crate::config::ZoneSigning;
+use crate::keystore::Keystore;
 use crate::parent_ds::parent_serves_ds;
 use crate::policy::DnssecPolicy;
 use crate::signing::{
-    generate_key_with, load_zone_keys, sign_zone, validity_window, write_key_state, write_zone_key,
-    SigningRun,
+    generate_key_in_token_with, generate_key_with, load_zone_keys, sign_zone, validity_window,
+    write_key_state, write_zone_key, SigningRun,
 };
 
 /// Totals since start, for metrics and `ctl stats`.
@@ -93,7 +94,9 @@ pub fn manage_keys(
 ) -> anyhow::Result<Vec<ZoneKey>> {
     let dir = &signing.key_directory;
     let policy = &signing.policy;
-    let mut keys = load_zone_keys(dir, apex)?;
+    let mut keys = load_zone_keys(dir, apex, signing.pkcs11.as_deref())?;
+    // Opened when a key must be made there, not on every pass.
+    let mut token = None;
     if !signing.parents.is_empty() {
         if let Some(tag) = rollover::awaiting_ds(&keys, key_policy, now) {
             if let Some(key) = keys.iter_mut().find(|k| k.key_tag() == tag) {
@@ -120,8 +123,30 @@ pub fn manage_keys(
                     timing,
                     reason,
                 } => {
-                    let key =
-                        generate_key_with(policy.algorithm, role_bits(policy, role), role, timing)?;
+                    let bits = role_bits(policy, role);
+                    let key = match policy.keystore {
+                        Keystore::File => generate_key_with(policy.algorithm, bits, role, timing)?,
+                        Keystore::Pkcs11 => {
+                            if token.is_none() {
+                                let settings = signing.pkcs11.as_deref().ok_or_else(|| {
+                                    anyhow!(
+                                        "policy {} keeps keys in pkcs11, but there is no [pkcs11] table",
+                                        policy.name
+                                    )
+                                })?;
+                                token = Some(settings.open(None)?);
+                            }
+                            let token = token.as_ref().ok_or_else(|| anyhow!("no token"))?;
+                            generate_key_in_token_with(
+                                token,
+                                apex,
+                                policy.algorithm,
+                                bits,
+                                role,
+                                timing,
+                            )?
+                        }
+                    };
                     let stem = write_zone_key(dir, apex, &key)?;
                     COUNTERS.keys_generated.fetch_add(1, Ordering::Relaxed);
                     COUNTERS.key_events.fetch_add(1, Ordering::Relaxed);

@@ -105,6 +105,17 @@ fn start_bulwark(s: &Setup, run: u32) -> Server {
             a.rcode == 0 && !a.answer.is_empty()
         });
     }
+    // The registrar reloads the parent through the control socket; after a
+    // kill the old socket file is still there, so wait until one answers.
+    let deadline = Instant::now() + support::STARTUP_DEADLINE;
+    while std::os::unix::net::UnixStream::connect(&s.socket).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "no control socket:\n{}",
+            server.process.log()
+        );
+        pace();
+    }
     server
 }
 

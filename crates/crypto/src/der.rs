@@ -33,12 +33,18 @@ fn expect(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 }
 
 /// An unsigned INTEGER's magnitude without the leading zero DER may add.
-fn unsigned(contents: &[u8]) -> &[u8] {
+pub(crate) fn unsigned(contents: &[u8]) -> &[u8] {
     let start = contents
         .iter()
         .position(|&b| b != 0)
         .unwrap_or(contents.len());
     contents.get(start..).unwrap_or_default()
+}
+
+/// The contents of a DER OCTET STRING that is the whole of `input`.
+pub(crate) fn octet_string(input: &[u8]) -> Option<&[u8]> {
+    let (contents, after) = expect(input, OCTET_STRING)?;
+    after.is_empty().then_some(contents)
 }
 
 /// The nine integers of an RSAPrivateKey after its version: n, e, d, p, q,

@@ -1,5 +1,6 @@
-//! Private keys held in memory: generated here or rebuilt from the fields of a
-//! key file, and the DNS encodings of their public halves and signatures.
+//! Private keys held in memory (generated here or rebuilt from the fields of a
+//! key file) or in a PKCS#11 token, and the DNS encodings of their public
+//! halves and signatures.
 
 use aws_lc_rs::encoding::{AsBigEndian, AsDer};
 use aws_lc_rs::rand::SystemRandom;
@@ -11,6 +12,7 @@ use aws_lc_rs::signature::{
 };
 
 use crate::der;
+use crate::pkcs11::{Pkcs11Uri, TokenKey};
 use crate::{Algorithm, CryptoError};
 
 /// The key material field names of BIND's `Private-key-format: v1.3` files,
@@ -32,6 +34,11 @@ enum Material {
     Rsa(RsaKeyPair),
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
+    /// In a token: only a handle to the private key object is here.
+    Token {
+        key: TokenKey,
+        bits: u32,
+    },
 }
 
 /// A private key able to make DNSSEC signatures.
@@ -127,11 +134,35 @@ impl SigningKey {
             Material::Rsa(key) => rsa_public_key(key),
             Material::Ecdsa(key) => ecdsa_public_key(key),
             Material::Ed25519(key) => key.public_key().as_ref().to_vec(),
+            // Made by `from_token`, which reads the public key off the token.
+            Material::Token { .. } => Vec::new(),
         };
         SigningKey {
             algorithm,
             material,
             public_key,
+        }
+    }
+
+    /// A key pair in a token, its DNSKEY public key read from the token.
+    pub(crate) fn from_token(
+        algorithm: Algorithm,
+        key: TokenKey,
+        public_key: Vec<u8>,
+        bits: u32,
+    ) -> SigningKey {
+        SigningKey {
+            algorithm,
+            material: Material::Token { key, bits },
+            public_key,
+        }
+    }
+
+    /// For a key in a PKCS#11 token, the RFC 7512 URI naming it.
+    pub fn pkcs11_uri(&self) -> Option<Pkcs11Uri> {
+        match &self.material {
+            Material::Token { key, .. } => Some(key.uri().clone()),
+            _ => None,
         }
     }
 
@@ -150,6 +181,7 @@ impl SigningKey {
             Material::Rsa(key) => {
                 u32::try_from(key.public_modulus_len().saturating_mul(8)).unwrap_or(u32::MAX)
             }
+            Material::Token { bits, .. } => *bits,
             _ => self.algorithm.default_bits(),
         }
     }
@@ -179,6 +211,7 @@ impl SigningKey {
                 .try_sign(data)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| CryptoError::Signing),
+            Material::Token { key, .. } => key.sign(self.algorithm, data),
         }
     }
 
@@ -206,6 +239,7 @@ impl SigningKey {
                     .map_err(|_| CryptoError::KeyGeneration)?;
                 Ok(vec![(PRIVATE_KEY_FIELD, seed.as_ref().to_vec())])
             }
+            Material::Token { .. } => Err(CryptoError::PrivateKeyInToken),
         }
     }
 

@@ -22,6 +22,7 @@ mod digest;
 mod error;
 mod keys;
 pub mod nsec3;
+mod pkcs11;
 mod verify;
 
 pub use algorithm::Algorithm;
@@ -29,4 +30,5 @@ pub use digest::{ds_digest, DigestType};
 pub use error::CryptoError;
 pub use keys::{SigningKey, PRIVATE_KEY_FIELD, RSA_FIELDS};
 pub use nsec3::{nsec3_hash, Nsec3Hash, NSEC3_HASH_LEN};
+pub use pkcs11::{Pkcs11Token, Pkcs11Uri};
 pub use verify::{rsa_public_components, verify};

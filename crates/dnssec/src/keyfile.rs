@@ -2,9 +2,14 @@
 //! `K<zone>+<alg>+<tag>.key` holds the DNSKEY record, `.private` the key
 //! material (`Private-key-format: v1.3`) and the timing metadata. Text in,
 //! text out: reading and writing the files is the caller's.
+//!
+//! A key kept in a PKCS#11 token has no material in its `.private` file: a
+//! `Label:` line names it with an RFC 7512 URI instead, as BIND does for its
+//! engine keys. Opening the token is the caller's too.
 
-use bulwark_crypto::{Algorithm, CryptoError, SigningKey};
+use bulwark_crypto::{Algorithm, CryptoError, Pkcs11Uri, SigningKey};
 use bulwark_proto::encoding::{base64_decode, base64_encode};
+use bulwark_proto::rdata::Dnskey;
 use bulwark_proto::{Name, Rdata, Rtype};
 use thiserror::Error;
 
@@ -28,6 +33,46 @@ pub enum KeyFileError {
     KeyMismatch,
     #[error("{0}")]
     Key(#[from] CryptoError),
+    #[error("the key is kept in the PKCS#11 token {uri}: open the token to use it")]
+    InToken { uri: String },
+}
+
+/// Where a key file pair says the private key is.
+#[derive(Debug)]
+pub enum KeyFileKey {
+    /// The material was in the `.private` file.
+    InFile(ZoneKey),
+    /// The `.private` file names a key in a PKCS#11 token.
+    InToken(TokenKeyRef),
+}
+
+/// A key whose private half is in a PKCS#11 token: what the files say,
+/// waiting for the signing key the caller gets from the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenKeyRef {
+    pub uri: Pkcs11Uri,
+    pub algorithm: Algorithm,
+    pub role: KeyRole,
+    pub dnskey: Dnskey,
+    pub timing: KeyTiming,
+}
+
+impl TokenKeyRef {
+    /// The zone key, once the token has given its key: the token's public key
+    /// must be the one in the `.key` file.
+    pub fn with_signing_key(self, key: SigningKey) -> Result<ZoneKey, KeyFileError> {
+        if key.algorithm() != self.algorithm
+            || key.dnskey_public_key() != self.dnskey.public_key.as_slice()
+        {
+            return Err(KeyFileError::KeyMismatch);
+        }
+        Ok(ZoneKey::with_flags(
+            self.role,
+            self.dnskey.flags,
+            key,
+            self.timing,
+        ))
+    }
 }
 
 /// `K<zone>+<alg>+<tag>` (the zone with its final dot), the stem of both files.
@@ -79,8 +124,13 @@ pub fn private_file_text(key: &ZoneKey) -> Result<String, KeyFileError> {
         algorithm.number(),
         algorithm.mnemonic()
     );
-    for (name, value) in key.signing_key().private_fields()? {
-        out.push_str(&format!("{name}: {}\n", base64_encode(&value)));
+    match key.signing_key().pkcs11_uri() {
+        Some(uri) => out.push_str(&format!("Label: {uri}\n")),
+        None => {
+            for (name, value) in key.signing_key().private_fields()? {
+                out.push_str(&format!("{name}: {}\n", base64_encode(&value)));
+            }
+        }
     }
     for (field, value) in TIMING_FIELDS.iter().zip(timing_values(&key.timing)) {
         if let Some(value) = value {
@@ -99,12 +149,29 @@ fn syntax(line: usize, message: impl Into<String>) -> KeyFileError {
 
 /// Reads a key from the texts of its two files. The role follows the SEP flag
 /// (257 → KSK, 256 → ZSK); a policy that uses a CSK says so with `role`.
+/// A key in a token is an error here; `read_key_files` returns it.
 pub fn parse_key_files(
     apex: &Name,
     key_text: &str,
     private_text: &str,
     role: Option<KeyRole>,
 ) -> Result<ZoneKey, KeyFileError> {
+    match read_key_files(apex, key_text, private_text, role)? {
+        KeyFileKey::InFile(key) => Ok(key),
+        KeyFileKey::InToken(reference) => Err(KeyFileError::InToken {
+            uri: reference.uri.to_string(),
+        }),
+    }
+}
+
+/// Reads a key's two files: the key itself when the `.private` file holds
+/// its material, or where it is when the file names a PKCS#11 token.
+pub fn read_key_files(
+    apex: &Name,
+    key_text: &str,
+    private_text: &str,
+    role: Option<KeyRole>,
+) -> Result<KeyFileKey, KeyFileError> {
     // BIND writes the record without a TTL; the DNSKEY TTL is the policy's.
     let text = format!("$TTL 3600\n{key_text}");
     let records = bulwark_zone::parse_str(&text, apex, "key file").map_err(|diagnostics| {
@@ -133,6 +200,7 @@ pub fn parse_key_files(
     let mut algorithm_number = None;
     let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
     let mut timing = KeyTiming::default();
+    let mut token_uri = None;
     for (index, line) in private_text.lines().enumerate() {
         let line_no = index.saturating_add(1);
         let line = line.trim();
@@ -157,6 +225,13 @@ pub fn parse_key_files(
                         .map_err(|_| syntax(line_no, format!("bad algorithm {value}")))?,
                 );
             }
+            "Label" => {
+                token_uri = Some(
+                    Pkcs11Uri::parse(value).map_err(|e| syntax(line_no, format!("Label: {e}")))?,
+                );
+            }
+            // BIND's OpenSSL engine name; the URI says all bulwark needs.
+            "Engine" => {}
             _ if TIMING_FIELDS.contains(&field) => {
                 let at = parse_timestamp(value)
                     .ok_or_else(|| syntax(line_no, format!("bad time {value}")))?;
@@ -186,6 +261,20 @@ pub fn parse_key_files(
     }
     let algorithm =
         Algorithm::from_number(number).ok_or(KeyFileError::UnsupportedAlgorithm(number))?;
+    let role = role.unwrap_or(if dnskey.flags & SEP_FLAG != 0 {
+        KeyRole::Ksk
+    } else {
+        KeyRole::Zsk
+    });
+    if let Some(uri) = token_uri {
+        return Ok(KeyFileKey::InToken(TokenKeyRef {
+            uri,
+            algorithm,
+            role,
+            dnskey,
+            timing,
+        }));
+    }
     let signing_key = SigningKey::from_private_fields(algorithm, |name| {
         fields
             .iter()
@@ -195,12 +284,12 @@ pub fn parse_key_files(
     if signing_key.dnskey_public_key() != dnskey.public_key.as_slice() {
         return Err(KeyFileError::KeyMismatch);
     }
-    let role = role.unwrap_or(if dnskey.flags & SEP_FLAG != 0 {
-        KeyRole::Ksk
-    } else {
-        KeyRole::Zsk
-    });
-    Ok(ZoneKey::with_flags(role, dnskey.flags, signing_key, timing))
+    Ok(KeyFileKey::InFile(ZoneKey::with_flags(
+        role,
+        dnskey.flags,
+        signing_key,
+        timing,
+    )))
 }
 
 const STATE_FIELDS: [&str; 7] = [
@@ -284,7 +373,7 @@ pub fn apply_state_text(key: &mut ZoneKey, text: &str) -> Result<(), KeyFileErro
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
 
     #[test]
@@ -351,6 +440,42 @@ mod tests {
         assert!(matches!(
             apply_state_text(&mut again, "Role: KSK\nSoon: 20260101000000"),
             Err(KeyFileError::Syntax { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_label_line_names_a_key_in_a_token() {
+        let apex: Name = "example.".parse().unwrap();
+        let key = ZoneKey::new(
+            KeyRole::Ksk,
+            SigningKey::generate(Algorithm::EcdsaP256Sha256, None).unwrap(),
+            KeyTiming::default(),
+        );
+        let public = key_file_text(&apex, &key);
+        let private = "Private-key-format: v1.3\nAlgorithm: 13 (ECDSAP256SHA256)\n\
+            Label: pkcs11:token=bulwark;id=%01%02;object=example.\nCreated: 20261124110000\n";
+        let KeyFileKey::InToken(reference) = read_key_files(&apex, &public, private, None).unwrap()
+        else {
+            panic!("not a token key");
+        };
+        assert_eq!(reference.uri.token.as_deref(), Some("bulwark"));
+        assert_eq!(reference.uri.id.as_deref(), Some(&[1u8, 2][..]));
+        assert_eq!(reference.role, KeyRole::Ksk);
+        assert!(reference.timing.created.is_some());
+        assert!(matches!(
+            parse_key_files(&apex, &public, private, None),
+            Err(KeyFileError::InToken { .. })
+        ));
+        // The token's key must be the one the .key file publishes.
+        let other = SigningKey::generate(Algorithm::EcdsaP256Sha256, None).unwrap();
+        assert_eq!(
+            reference.with_signing_key(other).unwrap_err(),
+            KeyFileError::KeyMismatch
+        );
+        let bad = private.replace("pkcs11:", "file:");
+        assert!(matches!(
+            read_key_files(&apex, &public, &bad, None),
+            Err(KeyFileError::Syntax { line: 3, .. })
         ));
     }
 

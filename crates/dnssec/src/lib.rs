@@ -24,13 +24,13 @@ pub mod rollover;
 pub mod rrsig;
 pub mod time;
 
-pub use bulwark_crypto::{Algorithm, DigestType, SigningKey};
+pub use bulwark_crypto::{Algorithm, DigestType, Pkcs11Token, Pkcs11Uri, SigningKey};
 pub use denial::{Denial, Nsec3Settings};
 pub use error::SignError;
 pub use key::{key_tag, KeyRole, KeyTiming, ZoneKey};
 pub use keyfile::{
-    apply_state_text, key_file_text, parse_key_files, private_file_text, state_file_text,
-    KeyFileError,
+    apply_state_text, key_file_text, parse_key_files, private_file_text, read_key_files,
+    state_file_text, KeyFileError, KeyFileKey, TokenKeyRef,
 };
 pub use plan::{SignJob, SignerSettings, ZonePlan};
 pub use rollover::{plan_key_actions, KeyAction, KeyPolicy, RolloverTimes};

@@ -97,9 +97,21 @@ pub struct ChildGuard {
 impl ChildGuard {
     /// Starts `program` with `args`, logging into `log`.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: PathBuf) -> ChildGuard {
+        ChildGuard::spawn_with_env(name, program, args, &[], log)
+    }
+
+    /// Like [`ChildGuard::spawn`], with `env` added to the child's environment.
+    pub fn spawn_with_env(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &Path)],
+        log: PathBuf,
+    ) -> ChildGuard {
         let out = fs::File::create(&log).expect("create log file");
         let err = out.try_clone().expect("clone log file");
         let child = Command::new(program)
+            .envs(env.iter().copied())
             .args(args)
             .stdin(Stdio::null())
             .stdout(out)
@@ -268,6 +280,15 @@ pub fn bulwark_bin() -> PathBuf {
 /// for each zone, and waits until it answers the SOA of the first zone
 /// with any response at all (REFUSED counts: that is for the test to judge).
 pub fn spawn_bulwark(zones: &[(&str, &Path)], extra_args: &[&str]) -> Server {
+    spawn_bulwark_with_env(zones, extra_args, &[])
+}
+
+/// Like [`spawn_bulwark`], with `env` added to the server's environment.
+pub fn spawn_bulwark_with_env(
+    zones: &[(&str, &Path)],
+    extra_args: &[&str],
+    env: &[(&str, &Path)],
+) -> Server {
     let probe = zones.first().map_or(".", |z| z.0);
     start_server(
         |port| {
@@ -284,7 +305,7 @@ pub fn spawn_bulwark(zones: &[(&str, &Path)], extra_args: &[&str]) -> Server {
             }
             args.extend(extra_args.iter().map(|s| s.to_string()));
             let log = dir.path().join("bulwark.log");
-            let process = ChildGuard::spawn("bulwark", &bulwark_bin(), &args, log);
+            let process = ChildGuard::spawn_with_env("bulwark", &bulwark_bin(), &args, env, log);
             Server { process, addr, dir }
         },
         &[(probe, RecordType::SOA)],
@@ -774,6 +795,16 @@ fn next_id() -> u16 {
 }
 
 /// One UDP exchange from a fresh socket.
+/// The client's own ephemeral port is the server's: until the server binds
+/// it (the port `free_port` released may be handed straight back), such a
+/// socket gets its own query back, which must not pass for an answer.
+fn self_connected() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the client socket got the server's port: not listening yet",
+    )
+}
+
 pub fn exchange_udp(
     addr: SocketAddr,
     wire: &[u8],
@@ -786,6 +817,9 @@ pub fn exchange_udp(
         (std::net::Ipv6Addr::LOCALHOST, 0).into()
     };
     let sock = UdpSocket::bind(bind)?;
+    if sock.local_addr()? == addr {
+        return Err(self_connected());
+    }
     sock.connect(addr)?;
     sock.send(wire)?;
     let deadline = Instant::now() + timeout;
@@ -822,6 +856,10 @@ pub fn exchange_udp(
 /// One TCP exchange on a fresh connection (RFC 1035 §4.2.2 length prefix).
 pub fn exchange_tcp(addr: SocketAddr, wire: &[u8], timeout: Duration) -> io::Result<Vec<u8>> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    // TCP simultaneous open lets a socket connect to itself (RFC 793 §3.4).
+    if stream.local_addr()? == addr {
+        return Err(self_connected());
+    }
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let len = u16::try_from(wire.len()).expect("query fits a TCP frame");
