@@ -324,9 +324,10 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
     match info.served.as_ref().and_then(|c| c.signed.as_ref()) {
         Some(state) => {
             lines.push(format!(
-                "dnssec: signed at {}, {} signatures, valid until {}",
+                "dnssec: signed at {}, {} signatures ({} kept from the last pass), valid until {}",
                 unix_rfc3339(state.signed_at),
                 state.signatures,
+                state.kept,
                 unix_rfc3339(state.expires)
             ));
             lines.push(format!("next signing: {}", unix_rfc3339(state.next_resign)));

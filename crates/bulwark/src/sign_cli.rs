@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context as _};
 use bulwark_dnssec::{Denial, Nsec3Settings, SignerSettings};
-use bulwark_proto::{Name, Rtype};
+use bulwark_proto::Name;
 use clap::Args;
 
 use crate::signing::{
@@ -176,11 +176,13 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
             validity: validity_window(now, validity, offset),
             jitter: 0,
             threads,
+            reuse: None,
         },
         show_progress.then_some(&progress as &(dyn Fn(usize, usize) + Sync)),
     )?;
     let sign_done = Instant::now();
-    let signatures = signed.iter().filter(|r| r.rtype() == Rtype::RRSIG).count();
+    let signatures = signed.signatures;
+    let signed = signed.records;
     let output = args.output.clone().unwrap_or_else(|| {
         let mut name = args.file.clone().into_os_string();
         name.push(".signed");

@@ -11,7 +11,8 @@ use anyhow::{anyhow, Context as _};
 use bulwark_dnssec::keyfile::key_file_stem;
 use bulwark_dnssec::{
     apply_state_text, key_file_text, private_file_text, read_key_files, state_file_text,
-    KeyFileKey, KeyRole, Pkcs11Token, SignatureValidity, SignerSettings, ZoneKey, ZonePlan,
+    KeyFileKey, KeyRole, Pkcs11Token, SignatureCache, SignatureValidity, SignerSettings, ZoneKey,
+    ZonePlan,
 };
 use bulwark_proto::{Name, Record};
 
@@ -202,11 +203,26 @@ pub fn generate_key_with(
 
 /// How one signing pass signs.
 #[derive(Debug, Clone, Copy)]
-pub struct SigningRun {
+pub struct SigningRun<'a> {
     pub validity: SignatureValidity,
     /// Expirations are spread over this many seconds before `validity`'s.
     pub jitter: u64,
     pub threads: usize,
+    /// The last pass's signatures, kept where still good for the refresh
+    /// interval (seconds); with it, the pass also returns its own cache.
+    pub reuse: Option<(&'a SignatureCache, u32)>,
+}
+
+/// What a signing pass made.
+#[derive(Debug)]
+pub struct SignedZone {
+    /// Every record of the signed zone.
+    pub records: Vec<Record>,
+    /// RRSIG records in it, and how many of them were kept from the last pass.
+    pub signatures: usize,
+    pub kept: usize,
+    /// For the next pass (when `reuse` was given).
+    pub cache: Option<SignatureCache>,
 }
 
 /// Generates a key pair on `token` (the private half never leaves it),
@@ -261,9 +277,9 @@ pub fn sign_zone(
     records: Vec<Record>,
     keys: &[ZoneKey],
     settings: &SignerSettings,
-    run: SigningRun,
+    run: SigningRun<'_>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
-) -> anyhow::Result<Vec<Record>> {
+) -> anyhow::Result<SignedZone> {
     let plan = ZonePlan::new(apex, records, keys, settings).map_err(|e| anyhow!("{e}"))?;
     let jobs = plan.jobs();
     // Chunks small enough to balance, large enough that taking one is rare.
@@ -274,7 +290,9 @@ pub fn sign_zone(
         validity,
         jitter,
         threads,
+        reuse,
     } = run;
+    let kept = AtomicUsize::new(0);
     let threads = threads.clamp(1, jobs.len().div_ceil(CHUNK).max(1));
     let results: Vec<anyhow::Result<Vec<Record>>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
@@ -291,10 +309,17 @@ pub fn sign_zone(
                         if chunk.is_empty() {
                             break;
                         }
-                        out.extend(
-                            plan.sign(chunk, keys, settings.now, jittered(validity, jitter, start))
-                                .map_err(|e| anyhow!("{e}"))?,
-                        );
+                        let (signed, reused) = plan
+                            .sign_reusing(
+                                chunk,
+                                keys,
+                                settings.now,
+                                jittered(validity, jitter, start),
+                                reuse,
+                            )
+                            .map_err(|e| anyhow!("{e}"))?;
+                        kept.fetch_add(reused, Ordering::Relaxed);
+                        out.extend(signed);
                         let finished = done
                             .fetch_add(chunk.len(), Ordering::Relaxed)
                             .saturating_add(chunk.len());
@@ -318,9 +343,16 @@ pub fn sign_zone(
     for result in results {
         signatures.extend(result?);
     }
+    let cache = reuse.map(|_| SignatureCache::from_pass(apex, plan.jobs(), &signatures));
+    let count = signatures.len();
     let mut records = plan.into_records();
     records.extend(signatures);
-    Ok(records)
+    Ok(SignedZone {
+        records,
+        signatures: count,
+        kept: kept.into_inner(),
+        cache,
+    })
 }
 
 /// Expirations spread over `jitter` seconds, a different amount per chunk of

@@ -9,7 +9,7 @@ use anyhow::anyhow;
 use bulwark_dnssec::rollover::{self, cds_key_tags, next_key_event};
 use bulwark_dnssec::{
     plan_key_actions, Denial, DigestType, KeyAction, KeyPolicy, KeyRole, Nsec3Settings,
-    RolloverTimes, SignerSettings, ZoneKey,
+    RolloverTimes, SignatureCache, SignerSettings, ZoneKey,
 };
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 
@@ -54,6 +54,9 @@ pub struct SignedState {
     /// key's timing changes what must be published or signed.
     pub next_resign: u64,
     pub signatures: usize,
+    /// Of those, how many were kept from the last pass (unchanged RRsets
+    /// whose signatures were not yet due for refresh).
+    pub kept: usize,
     /// (tag, algorithm, role) of the keys in the DNSKEY RRset.
     pub keys: Vec<(u16, u8, &'static str)>,
 }
@@ -194,6 +197,28 @@ pub fn manage_keys(
     Ok(keys)
 }
 
+/// The earliest expiration of the zone's signatures, in Unix seconds
+/// (RRSIG times are serial numbers, RFC 4034 §3.1.5: read them near `now`).
+fn earliest_expiration(records: &[Record], now: u64) -> u64 {
+    let now32 = bulwark_dnssec::time::rrsig_time(now);
+    records
+        .iter()
+        .filter_map(|r| match &r.rdata {
+            Rdata::Rrsig(sig) => Some(sig.expiration),
+            _ => None,
+        })
+        .map(|exp| {
+            let ahead = exp.wrapping_sub(now32);
+            if ahead < (1 << 31) {
+                now.saturating_add(u64::from(ahead))
+            } else {
+                now.saturating_sub(u64::from(now32.wrapping_sub(exp)))
+            }
+        })
+        .min()
+        .unwrap_or(now)
+}
+
 /// A stable salt of `len` octets derived from the zone's keys, so the NSEC3
 /// chain is rehashed when the keys change, not on every pass.
 fn salt_for(keys: &[ZoneKey], apex: &Name, len: u8) -> Vec<u8> {
@@ -220,7 +245,8 @@ pub fn sign_for_serving(
     records: Vec<Record>,
     now: u64,
     threads: usize,
-) -> anyhow::Result<(Vec<Record>, SignedState)> {
+    previous: Option<&SignatureCache>,
+) -> anyhow::Result<(Vec<Record>, SignedState, SignatureCache)> {
     let started = Instant::now();
     let policy = &signing.policy;
     let result = (|| {
@@ -265,10 +291,18 @@ pub fn sign_for_serving(
                 validity,
                 jitter: policy.signature_jitter,
                 threads,
+                reuse: Some((
+                    previous.unwrap_or(&SignatureCache::default()),
+                    u32::try_from(policy.signature_refresh).unwrap_or(u32::MAX),
+                )),
             },
             None,
         )?;
-        let signatures = signed.iter().filter(|r| r.rtype() == Rtype::RRSIG).count();
+        let signatures = signed.signatures;
+        let kept = signed.kept;
+        let cache = signed.cache.unwrap_or_default();
+        let expires = earliest_expiration(&signed.records, now);
+        let signed = signed.records;
         if signatures == 0 {
             return Err(anyhow!("no key of {apex} is active"));
         }
@@ -282,29 +316,30 @@ pub fn sign_for_serving(
         }
         let state = SignedState {
             signed_at: now,
-            expires: now
-                .saturating_add(policy.signature_validity)
-                .saturating_sub(policy.signature_jitter),
+            expires,
             next_resign,
             signatures,
+            kept,
             keys: keys
                 .iter()
                 .filter(|k| k.timing.is_published(now))
                 .map(|k| (k.key_tag(), k.algorithm_number(), k.role.name()))
                 .collect(),
         };
-        Ok((signed, state))
+        Ok((signed, state, cache))
     })();
     match &result {
-        Ok((_, state)) => {
+        Ok((_, state, _)) => {
             COUNTERS.zones_signed.fetch_add(1, Ordering::Relaxed);
-            COUNTERS
-                .signatures_made
-                .fetch_add(state.signatures as u64, Ordering::Relaxed);
+            COUNTERS.signatures_made.fetch_add(
+                state.signatures.saturating_sub(state.kept) as u64,
+                Ordering::Relaxed,
+            );
             tracing::info!(
                 zone = %apex,
                 policy = %policy.name,
                 signatures = state.signatures,
+                kept = state.kept,
                 keys = ?state.keys,
                 seconds = started.elapsed().as_secs_f64(),
                 next_resign = state.next_resign,

@@ -17,6 +17,7 @@ use bulwark_zone::{Zone, ZoneSet};
 use crate::config::{ZoneSigning, ZoneSpec};
 use crate::signing::unix_now;
 use crate::zone_signer::{sign_for_serving, SignedState};
+use bulwark_dnssec::SignatureCache;
 
 /// What became of one zone in a (re)load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +85,7 @@ struct LoadedZone {
     modified: Option<SystemTime>,
     /// For a zone bulwark signs: the unsigned records the signatures were
     /// made over (re-signing starts from them) and what the last pass made.
-    signed: Option<(Arc<Vec<Record>>, SignedState)>,
+    signed: Option<SignedCopy>,
 }
 
 impl LoadedZone {
@@ -216,7 +217,7 @@ impl Zones {
         let mut v: Vec<(Name, u64)> = table
             .loaded
             .iter()
-            .filter_map(|(apex, l)| Some((apex.clone(), l.signed.as_ref()?.1.expires)))
+            .filter_map(|(apex, l)| Some((apex.clone(), l.signed.as_ref()?.state.expires)))
             .collect();
         v.sort();
         v
@@ -228,7 +229,7 @@ impl Zones {
         table
             .loaded
             .values()
-            .filter_map(|l| l.signed.as_ref().map(|(_, state)| state.next_resign))
+            .filter_map(|l| l.signed.as_ref().map(|c| c.state.next_resign))
             .min()
     }
 
@@ -236,20 +237,20 @@ impl Zones {
     /// records it was loaded with; a zone that fails keeps the copy it has.
     pub fn resign_due(&self, now: u64) -> usize {
         let mut table = self.lock();
-        let due: Vec<(ZoneSpec, Arc<Vec<Record>>)> = table
+        let due: Vec<(ZoneSpec, SignedCopy)> = table
             .specs
             .iter()
             .filter_map(|spec| {
-                let (unsigned, state) = table.loaded.get(&spec.origin)?.signed.as_ref()?;
-                (state.next_resign <= now).then(|| (spec.clone(), Arc::clone(unsigned)))
+                let copy = table.loaded.get(&spec.origin)?.signed.as_ref()?;
+                (copy.state.next_resign <= now).then(|| (spec.clone(), copy.clone()))
             })
             .collect();
         let mut resigned: usize = 0;
-        for (spec, unsigned) in due {
+        for (spec, copy) in due {
             let Some(signing) = &spec.signing else {
                 continue;
             };
-            match sign_and_build(&spec, signing, unsigned, now) {
+            match sign_and_build(&spec, signing, &copy, now) {
                 Ok(copy) => {
                     table.loaded.insert(spec.origin.clone(), copy);
                     resigned = resigned.saturating_add(1);
@@ -260,8 +261,8 @@ impl Zones {
                     }
                     // Try again in a minute rather than spin.
                     if let Some(l) = table.loaded.get_mut(&spec.origin) {
-                        if let Some((_, state)) = l.signed.as_mut() {
-                            state.next_resign = now.saturating_add(60);
+                        if let Some(copy) = l.signed.as_mut() {
+                            copy.state.next_resign = now.saturating_add(60);
                         }
                     }
                 }
@@ -280,14 +281,13 @@ impl Zones {
         let Some(spec) = table.specs.iter().find(|s| &s.origin == origin).cloned() else {
             return Ok(None);
         };
-        let (Some(signing), Some((unsigned, _))) = (
+        let (Some(signing), Some(signed)) = (
             spec.signing.as_ref(),
-            table.loaded.get(origin).and_then(|l| l.signed.as_ref()),
+            table.loaded.get(origin).and_then(|l| l.signed.clone()),
         ) else {
             return Ok(None);
         };
-        let unsigned = Arc::clone(unsigned);
-        let copy = sign_and_build(&spec, signing, unsigned, unix_now())?;
+        let copy = sign_and_build(&spec, signing, &signed, unix_now())?;
         table.loaded.insert(origin.clone(), copy);
         self.publish(&table);
         Ok(Some(()))
@@ -307,7 +307,7 @@ impl Zones {
                     names: l.zone.node_count(),
                     loaded_at: l.loaded_at,
                     file_modified: l.modified,
-                    signed: l.signed.as_ref().map(|(_, state)| state.clone()),
+                    signed: l.signed.as_ref().map(|c| c.state.clone()),
                 }),
             })
             .collect();
@@ -352,7 +352,11 @@ fn load_one(spec: &ZoneSpec, old: Option<&LoadedZone>) -> (ZoneOutcome, Option<L
     let origin = spec.origin.clone();
     let loaded = match &spec.signing {
         None => load_zone_file_with_warnings(&spec.origin, &spec.path).map(|l| (l, None)),
-        Some(signing) => load_and_sign(spec, signing),
+        Some(signing) => load_and_sign(
+            spec,
+            signing,
+            old.and_then(|o| o.signed.as_ref()).map(|c| &*c.cache),
+        ),
     };
     match loaded {
         Ok((loaded, signed)) => {
@@ -416,12 +420,21 @@ fn signing_threads() -> usize {
         .max(1)
 }
 
-type SignedCopy = (Arc<Vec<Record>>, SignedState);
+/// What a zone bulwark signs keeps beside its served copy.
+#[derive(Debug, Clone)]
+struct SignedCopy {
+    /// The unsigned records: re-signing starts from them.
+    unsigned: Arc<Vec<Record>>,
+    state: SignedState,
+    /// The last pass's signatures, for the next pass to keep what it can.
+    cache: Arc<SignatureCache>,
+}
 
 /// Reads and signs a zone bulwark signs itself.
 fn load_and_sign(
     spec: &ZoneSpec,
     signing: &ZoneSigning,
+    previous: Option<&SignatureCache>,
 ) -> Result<(Loaded, Option<SignedCopy>), LoadError> {
     let file = spec.path.display().to_string();
     let records =
@@ -432,9 +445,16 @@ fn load_and_sign(
     // reported against the file, not the signer's output.
     load_records(&spec.origin, records.clone(), &file)?;
     let unsigned = Arc::new(records);
-    let (signed, state) = sign_records(spec, signing, &unsigned, unix_now())?;
+    let (signed, state, cache) = sign_records(spec, signing, &unsigned, unix_now(), previous)?;
     let loaded = load_records(&spec.origin, signed, &file)?;
-    Ok((loaded, Some((unsigned, state))))
+    Ok((
+        loaded,
+        Some(SignedCopy {
+            unsigned,
+            state,
+            cache: Arc::new(cache),
+        }),
+    ))
 }
 
 fn sign_records(
@@ -442,13 +462,15 @@ fn sign_records(
     signing: &ZoneSigning,
     unsigned: &[Record],
     now: u64,
-) -> Result<(Vec<Record>, SignedState), LoadError> {
+    previous: Option<&SignatureCache>,
+) -> Result<(Vec<Record>, SignedState, SignatureCache), LoadError> {
     sign_for_serving(
         &spec.origin,
         signing,
         unsigned.to_vec(),
         now,
         signing_threads(),
+        previous,
     )
     .map_err(|e| LoadError {
         problems: vec![format!("{}: signing: {e:#}", spec.path.display())],
@@ -459,10 +481,17 @@ fn sign_records(
 fn sign_and_build(
     spec: &ZoneSpec,
     signing: &ZoneSigning,
-    unsigned: Arc<Vec<Record>>,
+    previous: &SignedCopy,
     now: u64,
 ) -> Result<LoadedZone, Vec<String>> {
-    let (signed, state) = sign_records(spec, signing, &unsigned, now).map_err(|e| e.problems)?;
+    let (signed, state, cache) = sign_records(
+        spec,
+        signing,
+        &previous.unsigned,
+        now,
+        Some(&previous.cache),
+    )
+    .map_err(|e| e.problems)?;
     let loaded = load_records(&spec.origin, signed, &spec.path.display().to_string())
         .map_err(|e| e.problems)?;
     Ok(LoadedZone {
@@ -471,7 +500,11 @@ fn sign_and_build(
         modified: std::fs::metadata(&spec.path)
             .and_then(|m| m.modified())
             .ok(),
-        signed: Some((unsigned, state)),
+        signed: Some(SignedCopy {
+            unsigned: Arc::clone(&previous.unsigned),
+            state,
+            cache: Arc::new(cache),
+        }),
     })
 }
 

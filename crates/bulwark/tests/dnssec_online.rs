@@ -182,7 +182,9 @@ fn the_resigning_pass_refreshes_signatures_and_a_restart_keeps_the_keys() {
     let dir = support::temp_dir("dnssec-resign-");
     let config = write_setup(
         dir.path(),
-        "signature_validity = \"1h\"\nsignature_refresh = \"10m\"\nsignature_jitter = \"0\"\nresign_interval = \"1s\"\nsignature_inception_offset = \"5m\"",
+        // Refreshed when less than 3599 s of validity are left: a second
+        // after they are made, so every pass makes new ones.
+        "signature_validity = \"1h\"\nsignature_refresh = \"3599\"\nsignature_jitter = \"0\"\nresign_interval = \"1s\"\nsignature_inception_offset = \"5m\"",
     );
     let server = start(&config);
     let keys = dnskeys(&server);
@@ -211,6 +213,69 @@ fn the_resigning_pass_refreshes_signatures_and_a_restart_keeps_the_keys() {
     let server = start(&config);
     assert_eq!(dnskeys(&server), keys);
     assert!(server.process.log().matches("DNSSEC key generated").count() == 0);
+}
+
+/// The RRSIG covering `qtype` at `qname`, as RDATA bytes.
+fn signature_of(server: &Server, qname: &str, qtype: u16) -> Vec<u8> {
+    // Over TCP: the apex's signatures do not fit a plain UDP answer.
+    support::query_retry(
+        server.addr,
+        &QuerySpec::new(qname, RecordType::RRSIG),
+        Transport::Tcp,
+        TIMEOUT,
+        3,
+    )
+    .unwrap()
+    .rdata_of("RRSIG")
+    .iter()
+    .map(|s| generic_bytes(s))
+    .find(|s| s[..2] == qtype.to_be_bytes())
+    .unwrap_or_else(|| panic!("no RRSIG {qtype} at {qname}"))
+}
+
+#[test]
+fn a_reload_re_signs_only_what_changed() {
+    let dir = support::temp_dir("dnssec-reuse-");
+    let config = write_setup(dir.path(), "signature_jitter = \"0\"");
+    let server = start(&config);
+    let www_before = signature_of(&server, "www.signed.test.", 1);
+    let mail_before = signature_of(&server, "mail.signed.test.", 1);
+    let soa_before = signature_of(&server, ORIGIN, 6);
+
+    // mail's address and the serial change; www is untouched.
+    let changed = ZONE
+        .replace("mail IN A 192.0.2.25", "mail IN A 192.0.2.26")
+        .replace("hostmaster 1 ", "hostmaster 2 ");
+    fs::write(dir.path().join("zone.db"), changed).unwrap();
+    server.process.signal("HUP");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while signature_of(&server, ORIGIN, 6) == soa_before {
+        assert!(
+            Instant::now() < deadline,
+            "the reload was not signed:\n{}",
+            server.process.log()
+        );
+        std::thread::yield_now();
+    }
+    assert_ne!(signature_of(&server, "mail.signed.test.", 1), mail_before);
+    assert_eq!(
+        signature_of(&server, "www.signed.test.", 1),
+        www_before,
+        "an unchanged RRset kept its signature"
+    );
+    dnspython_check(
+        &server,
+        &[
+            "www.signed.test./A",
+            "mail.signed.test./A",
+            "signed.test./SOA",
+        ],
+    );
+    assert!(
+        server.process.log().contains("kept="),
+        "{}",
+        server.process.log()
+    );
 }
 
 fn check_config(config: &Path) -> (bool, String) {

@@ -20,6 +20,7 @@ pub mod error;
 pub mod key;
 pub mod keyfile;
 pub mod plan;
+pub mod reuse;
 pub mod rollover;
 pub mod rrsig;
 pub mod time;
@@ -33,5 +34,6 @@ pub use keyfile::{
     state_file_text, KeyFileError, KeyFileKey, TokenKeyRef,
 };
 pub use plan::{SignJob, SignerSettings, ZonePlan};
+pub use reuse::SignatureCache;
 pub use rollover::{plan_key_actions, KeyAction, KeyPolicy, RolloverTimes};
 pub use rrsig::{sign_rrset, verify_rrsig, SignatureValidity};

@@ -12,6 +12,7 @@ use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
 use crate::denial::{Denial, Nsec3Settings, NSEC3_FLAG_OPT_OUT, NSEC3_HASH_SHA1};
 use crate::key::ZoneKey;
+use crate::reuse::{fingerprint, SignatureCache};
 use crate::rrsig::{sign_rrset_with, CanonicalRrset, SignatureValidity};
 use crate::SignError;
 
@@ -328,6 +329,22 @@ impl ZonePlan {
         now: u64,
         validity: SignatureValidity,
     ) -> Result<Vec<Record>, SignError> {
+        self.sign_reusing(jobs, keys, now, validity, None)
+            .map(|(records, _)| records)
+    }
+
+    /// Like [`ZonePlan::sign`], keeping each signature in `reuse`'s cache
+    /// whose RRset is unchanged, whose key still signs, and that stays
+    /// valid for the refresh interval given with it (seconds); returns the
+    /// signatures and how many were kept.
+    pub fn sign_reusing(
+        &self,
+        jobs: &[SignJob],
+        keys: &[ZoneKey],
+        now: u64,
+        validity: SignatureValidity,
+        reuse: Option<(&SignatureCache, u32)>,
+    ) -> Result<(Vec<Record>, usize), SignError> {
         let active: Vec<&ZoneKey> = keys.iter().filter(|k| k.timing.is_active(now)).collect();
         let mut algorithms: Vec<u8> = active.iter().map(|k| k.algorithm_number()).collect();
         algorithms.sort_unstable();
@@ -361,6 +378,8 @@ impl ZonePlan {
         let zone_signers = pick(false);
         let mut out = Vec::with_capacity(jobs.len().saturating_mul(zone_signers.len()));
         let mut scratch = Vec::with_capacity(1024);
+        let mut kept = 0usize;
+        let now32 = crate::time::rrsig_time(now);
         for job in jobs {
             let signers = if job.by_key_signing_keys {
                 &key_set_signers
@@ -370,17 +389,34 @@ impl ZonePlan {
             if signers.is_empty() {
                 return Err(SignError::NoActiveKey(job.rrset.rtype));
             }
+            let print = reuse.map(|_| fingerprint(&job.rrset));
             for key in signers {
-                out.push(sign_rrset_with(
-                    &mut scratch,
-                    &job.rrset,
-                    key,
-                    &self.apex,
-                    validity,
-                )?);
+                let cached = reuse.zip(print).and_then(|((cache, refresh), print)| {
+                    cache.reusable(
+                        &job.rrset,
+                        print,
+                        key.key_tag(),
+                        key.algorithm_number(),
+                        now32,
+                        refresh,
+                    )
+                });
+                match cached {
+                    Some(record) => {
+                        kept = kept.saturating_add(1);
+                        out.push(record);
+                    }
+                    None => out.push(sign_rrset_with(
+                        &mut scratch,
+                        &job.rrset,
+                        key,
+                        &self.apex,
+                        validity,
+                    )?),
+                }
             }
         }
-        Ok(out)
+        Ok((out, kept))
     }
 }
 

@@ -18,7 +18,7 @@ pub struct SignatureValidity {
 
 /// One RRset ready to be signed: the owner, and each RDATA in canonical wire
 /// form, sorted and without duplicates.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CanonicalRrset {
     pub owner: Name,
     pub class: Class,
