@@ -126,6 +126,16 @@ pub enum ZoneCommand {
         /// The zone's origin, e.g. `example.com.`.
         zone: String,
     },
+    /// A signing pass now for a zone with a dnssec_policy (key files are read again).
+    Sign {
+        /// The zone's origin, e.g. `example.com.`.
+        zone: String,
+    },
+    /// Print the zone as served, signatures included, as a master file.
+    Read {
+        /// The zone's origin, e.g. `example.com.`.
+        zone: String,
+    },
 }
 
 impl CtlCommand {
@@ -138,6 +148,8 @@ impl CtlCommand {
             CtlCommand::Zone(ZoneCommand::List) => "zone list".to_string(),
             CtlCommand::Zone(ZoneCommand::Status { zone }) => format!("zone status {zone}"),
             CtlCommand::Zone(ZoneCommand::Reload { zone }) => format!("zone reload {zone}"),
+            CtlCommand::Zone(ZoneCommand::Sign { zone }) => format!("zone sign {zone}"),
+            CtlCommand::Zone(ZoneCommand::Read { zone }) => format!("zone read {zone}"),
             CtlCommand::Stats { json: false } => "stats".to_string(),
             CtlCommand::Stats { json: true } => "stats --json".to_string(),
         }

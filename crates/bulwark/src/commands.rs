@@ -126,6 +126,13 @@ const COMMANDS: &[CommandSpec] = &[
         run: Run::Later(|app, args| Box::pin(zone_reload(app, args))),
     },
     CommandSpec {
+        words: &["zone", "read"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(zone_read),
+    },
+    CommandSpec {
         words: &["zone", "sign"],
         usage: "ZONE",
         min_args: 1,
@@ -289,6 +296,31 @@ fn zone_status(app: &App, args: &[String]) -> Reply {
     };
     match app.zones.info(&origin) {
         Some(info) => Reply::ok(zone_status_lines(&info)),
+        None => unknown_zone(&origin),
+    }
+}
+
+/// `zone read ZONE`: the zone as served (signatures and chain included for a
+/// zone bulwark signs), as a master file, like `knotc zone-read`.
+fn zone_read(app: &App, args: &[String]) -> Reply {
+    let origin = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let set = app.zones.current();
+    match set.get(&origin) {
+        Some(zone) => {
+            let records: Vec<bulwark_proto::Record> = zone.records().collect();
+            Reply::ok(
+                bulwark_zone::print_zone(&records)
+                    .lines()
+                    .map(str::to_string)
+                    .collect(),
+            )
+        }
+        None if app.zones.info(&origin).is_some() => {
+            Reply::error(format!("zone {origin} is configured but not loaded"))
+        }
         None => unknown_zone(&origin),
     }
 }

@@ -278,6 +278,177 @@ fn a_reload_re_signs_only_what_changed() {
     );
 }
 
+/// The zones as served, read back with `ctl zone read`, pass the verifiers
+/// the offline tests use: online signing writes the same zones.
+#[test]
+fn zones_signed_online_pass_ldns_verify_zone_and_dnssec_verify() {
+    let Some(ldns) = support::require_tool("ldns-verify-zone") else {
+        return;
+    };
+    let Some(bind) = support::require_tool("dnssec-verify") else {
+        return;
+    };
+    let dir = support::temp_dir("dnssec-read-");
+    let socket = dir.path().join("ctl.sock");
+    let policies = [
+        ("nsec.test.", "algorithm = \"ED25519\""),
+        (
+            "nsec3.test.",
+            "algorithm = \"ECDSAP384SHA384\"\nnsec3 = true\nnsec3_salt_length = 4",
+        ),
+        (
+            "optout.test.",
+            "algorithm = \"RSASHA256\"\nnsec3 = true\nnsec3_opt_out = true",
+        ),
+    ];
+    let mut config = format!(
+        "[server]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n",
+        socket.display()
+    );
+    for (i, (zone, policy)) in policies.iter().enumerate() {
+        fs::write(
+            dir.path().join(format!("{zone}db")),
+            ZONE.replace("$ORIGIN signed.test.", &format!("$ORIGIN {zone}")),
+        )
+        .unwrap();
+        config.push_str(&format!(
+            "[dnssec_policy.p{i}]\n{policy}\n\n[[zone]]\norigin = \"{zone}\"\nfile = \"{zone}db\"\ndnssec_policy = \"p{i}\"\n\n"
+        ));
+    }
+    let path = dir.path().join("bulwark.toml");
+    fs::write(&path, config).unwrap();
+    let mut server = start(&path);
+    for (zone, _) in policies {
+        server.wait_ready(zone, RecordType::SOA, |a| {
+            a.rcode == 0 && !a.answer.is_empty()
+        });
+    }
+    let deadline = Instant::now() + support::STARTUP_DEADLINE;
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "no control socket");
+        std::thread::yield_now();
+    }
+    for (zone, _) in policies {
+        let out = Command::new(support::bulwark_bin())
+            .args([
+                "ctl",
+                "--socket",
+                socket.to_str().unwrap(),
+                "zone",
+                "read",
+                zone,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = dir.path().join(format!("{zone}served"));
+        fs::write(&file, &out.stdout).unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().nth(3) == Some("RRSIG")),
+            "{zone}: unsigned?"
+        );
+        for (program, args) in [
+            (&ldns, vec![file.to_str().unwrap().to_owned()]),
+            (
+                &bind,
+                vec![
+                    "-o".to_owned(),
+                    zone.to_owned(),
+                    file.to_str().unwrap().to_owned(),
+                ],
+            ),
+        ] {
+            let out = Command::new(program).args(&args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{} rejected {zone} as served:\n{}{}",
+                program.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_manual_zsk_rollover_starts_at_ctl_zone_sign() {
+    let dir = support::temp_dir("dnssec-manual-");
+    let socket = dir.path().join("ctl.sock");
+    fs::write(dir.path().join("zone.db"), ZONE).unwrap();
+    let config = dir.path().join("bulwark.toml");
+    fs::write(
+        &config,
+        format!(
+            "[server]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n[dnssec_policy.p]\nzsk_lifetime = \"0\"\n\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"zone.db\"\ndnssec_policy = \"p\"\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let server = start(&config);
+    let deadline = Instant::now() + support::STARTUP_DEADLINE;
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "no control socket");
+        std::thread::yield_now();
+    }
+    let keys = dir.path().join("keys");
+    let bulwark = |args: &[&str]| {
+        let out = Command::new(support::bulwark_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = dnskeys(&server);
+    assert_eq!(before.len(), 2);
+    bulwark(&[
+        "keys",
+        "rollover",
+        ORIGIN,
+        "--role",
+        "zsk",
+        "-K",
+        keys.to_str().unwrap(),
+    ]);
+    let status = bulwark(&[
+        "ctl",
+        "--socket",
+        socket.to_str().unwrap(),
+        "zone",
+        "sign",
+        ORIGIN,
+    ]);
+    assert!(status.contains("dnssec: signed at"), "{status}");
+    // The successor is published at once (pre-publication) and the old ZSK
+    // keeps signing until the new one takes over.
+    assert_eq!(dnskeys(&server).len(), 3, "{}", server.process.log());
+    let listing = bulwark(&["keys", "list", ORIGIN, "-K", keys.to_str().unwrap()]);
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.contains(" ZSK ") && l.contains("published")),
+        "{listing}"
+    );
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.contains(" ZSK ") && l.contains("active, retiring")),
+        "{listing}"
+    );
+    dnspython_check(&server, &["www.signed.test./A"]);
+}
+
 fn check_config(config: &Path) -> (bool, String) {
     let out = Command::new(support::bulwark_bin())
         .arg("check-config")
