@@ -21,8 +21,12 @@ use bulwark_proto::Name;
 use bulwark_zone::{parse_str, Zone, ZoneSet};
 use libfuzzer_sys::fuzz_target;
 
-const DIFF_ZONE: &str = include_str!("../../crates/bulwark/tests/data/diff.zone");
-const OTHER_ZONE: &str = include_str!("../../crates/bulwark/tests/data/other.zone");
+// Signed copies, so DO queries reach the DNSSEC steps (RRSIGs, NSEC and
+// salted, iterated NSEC3 proofs); without DO they answer like the unsigned
+// zones, so the plain paths stay covered.
+const DIFF_ZONE: &str =
+    include_str!("../../crates/auth/tests/data/signed/diff-nsec3-salted.zone");
+const OTHER_ZONE: &str = include_str!("../zones/other-nsec.zone");
 const TCP_LIMIT: usize = 65535;
 
 fn load(text: &str, apex: &str) -> Arc<Zone> {

@@ -341,12 +341,18 @@ pub fn sign_zone(
     });
     let mut signatures = Vec::new();
     for result in results {
-        signatures.extend(result?);
+        let mut part = result?;
+        if signatures.is_empty() {
+            // The common case of one thread: no copy at all.
+            signatures = part;
+        } else {
+            signatures.append(&mut part);
+        }
     }
     let cache = reuse.map(|_| SignatureCache::from_pass(apex, plan.jobs(), &signatures));
     let count = signatures.len();
     let mut records = plan.into_records();
-    records.extend(signatures);
+    records.append(&mut signatures);
     Ok(SignedZone {
         records,
         signatures: count,
