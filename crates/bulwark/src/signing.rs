@@ -182,12 +182,7 @@ pub fn generate_key(
     role: KeyRole,
     now: u64,
 ) -> anyhow::Result<ZoneKey> {
-    let timing = bulwark_dnssec::KeyTiming {
-        created: Some(now),
-        publish: Some(now),
-        activate: Some(now),
-        ..Default::default()
-    };
+    let timing = bulwark_dnssec::KeyTiming::starting_at(now);
     generate_key_with(algorithm, bits, role, timing)
 }
 
@@ -236,12 +231,7 @@ pub fn generate_key_in_token(
     role: KeyRole,
     now: u64,
 ) -> anyhow::Result<ZoneKey> {
-    let timing = bulwark_dnssec::KeyTiming {
-        created: Some(now),
-        publish: Some(now),
-        activate: Some(now),
-        ..Default::default()
-    };
+    let timing = bulwark_dnssec::KeyTiming::starting_at(now);
     generate_key_in_token_with(token, apex, algorithm, bits, role, timing)
 }
 

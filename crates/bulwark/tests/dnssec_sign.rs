@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::{bulwark_bin, data_dir, require_tool, temp_dir};
+use support::{bulwark_bin, data_dir, require_tool, temp_dir, ZoneVerifiers};
 
 const ZONE: &str = "diff.test";
 
@@ -26,62 +26,6 @@ fn bulwark(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Exit status and output of a verifier.
-fn verifier(program: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run verifier");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
-struct Verifiers {
-    ldns: PathBuf,
-    bind: PathBuf,
-}
-
-impl Verifiers {
-    fn find() -> Option<Verifiers> {
-        Some(Verifiers {
-            ldns: require_tool("ldns-verify-zone")?,
-            bind: require_tool("dnssec-verify")?,
-        })
-    }
-
-    /// Both verifiers' verdicts; `csk` tells dnssec-verify to ignore the KSK
-    /// flag, as a single key signs everything.
-    fn check(&self, signed: &Path, csk: bool) -> [(bool, String); 2] {
-        let file = signed.to_str().unwrap();
-        let mut bind_args = vec!["-o", ZONE];
-        if csk {
-            bind_args.push("-z");
-        }
-        bind_args.push(file);
-        [
-            verifier(&self.ldns, &[file]),
-            verifier(&self.bind, &bind_args),
-        ]
-    }
-
-    fn assert_valid(&self, signed: &Path, csk: bool, what: &str) {
-        for (ok, output) in self.check(signed, csk) {
-            assert!(
-                ok,
-                "{what}: verifier rejected {}:\n{output}",
-                signed.display()
-            );
-        }
-    }
 }
 
 /// Whether a zone file in bulwark's printed form has a record of `rtype`.
@@ -131,7 +75,7 @@ const DENIALS: [&[&str]; 3] = [
 
 #[test]
 fn every_algorithm_with_nsec_and_nsec3_passes_ldns_and_bind() {
-    let Some(verifiers) = Verifiers::find() else {
+    let Some(verifiers) = ZoneVerifiers::find() else {
         return;
     };
     let dir = temp_dir("sign-algs");
@@ -156,14 +100,14 @@ fn every_algorithm_with_nsec_and_nsec3_passes_ldns_and_bind() {
                 has_type(&text, chain),
                 "{algorithm} {denial:?}: no {chain} chain"
             );
-            verifiers.assert_valid(&out, false, &format!("{algorithm} {denial:?}"));
+            verifiers.assert_valid(&out, ZONE, false, &format!("{algorithm} {denial:?}"));
         }
     }
 }
 
 #[test]
 fn a_single_combined_key_signs_everything() {
-    let Some(verifiers) = Verifiers::find() else {
+    let Some(verifiers) = ZoneVerifiers::find() else {
         return;
     };
     let dir = temp_dir("sign-csk");
@@ -171,14 +115,14 @@ fn a_single_combined_key_signs_everything() {
     generate(&keys, "ED25519", "csk");
     let out = dir.path().join("csk.signed");
     sign(&keys, &out, &["--nsec3", "--cds"]);
-    verifiers.assert_valid(&out, true, "CSK");
+    verifiers.assert_valid(&out, ZONE, true, "CSK");
     let text = fs::read_to_string(&out).unwrap();
     assert!(has_type(&text, "CDS") && has_type(&text, "CDNSKEY"));
 }
 
 #[test]
 fn a_changed_record_or_a_broken_chain_fails_both_verifiers() {
-    let Some(verifiers) = Verifiers::find() else {
+    let Some(verifiers) = ZoneVerifiers::find() else {
         return;
     };
     let dir = temp_dir("sign-tamper");
@@ -191,7 +135,7 @@ fn a_changed_record_or_a_broken_chain_fails_both_verifiers() {
     let changed = dir.path().join("changed.signed");
     assert!(text.contains("192.0.2.80"));
     fs::write(&changed, text.replace("192.0.2.80", "192.0.2.81")).unwrap();
-    for (ok, output) in verifiers.check(&changed, true) {
+    for (ok, output) in verifiers.check(&changed, ZONE, true) {
         assert!(!ok, "a changed A record was accepted:\n{output}");
     }
 
@@ -207,14 +151,14 @@ fn a_changed_record_or_a_broken_chain_fails_both_verifiers() {
         .collect();
     assert!(kept.len() < text.lines().count());
     fs::write(&gap, kept.join("\n")).unwrap();
-    for (ok, output) in verifiers.check(&gap, true) {
+    for (ok, output) in verifiers.check(&gap, ZONE, true) {
         assert!(!ok, "a broken NSEC chain was accepted:\n{output}");
     }
 }
 
 #[test]
 fn keys_made_by_bind_and_ldns_sign_with_bulwark() {
-    let Some(verifiers) = Verifiers::find() else {
+    let Some(verifiers) = ZoneVerifiers::find() else {
         return;
     };
     let Some(bind_keygen) = require_tool("dnssec-keygen") else {
@@ -262,12 +206,12 @@ fn keys_made_by_bind_and_ldns_sign_with_bulwark() {
     sign(&keys, &out, &["--nsec3"]);
     // Three algorithms, each with one key that signs everything of its own
     // algorithm (RFC 6840 §5.11), so dnssec-verify is told to ignore the KSK flag.
-    verifiers.assert_valid(&out, true, "keys from dnssec-keygen and ldns-keygen");
+    verifiers.assert_valid(&out, ZONE, true, "keys from dnssec-keygen and ldns-keygen");
 }
 
 #[test]
 fn bind_signs_with_keys_bulwark_made_and_ds_records_agree() {
-    let Some(verifiers) = Verifiers::find() else {
+    let Some(verifiers) = ZoneVerifiers::find() else {
         return;
     };
     let Some(signzone) = require_tool("dnssec-signzone") else {
@@ -302,7 +246,7 @@ fn bind_signs_with_keys_bulwark_made_and_ds_records_agree() {
         ]
         .map(String::from),
     );
-    verifiers.assert_valid(&out, false, "dnssec-signzone with bulwark's keys");
+    verifiers.assert_valid(&out, ZONE, false, "dnssec-signzone with bulwark's keys");
     // bulwark's .timing files sit beside the keys without confusing BIND.
     assert!(fs::read_dir(&keys).unwrap().any(|e| e
         .unwrap()

@@ -64,6 +64,16 @@ pub struct KeyTiming {
 }
 
 impl KeyTiming {
+    /// A key made at `now` that is published and signs from then on.
+    pub fn starting_at(now: u64) -> KeyTiming {
+        KeyTiming {
+            created: Some(now),
+            publish: Some(now),
+            activate: Some(now),
+            ..KeyTiming::default()
+        }
+    }
+
     /// In the DNSKEY RRset at `now`: published and not yet deleted. A key
     /// without timing is published.
     pub fn is_published(&self, now: u64) -> bool {

@@ -134,10 +134,8 @@ pub fn plan_key_actions(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<K
             now
         };
         let timing = KeyTiming {
-            created: Some(now),
             publish: Some(publish),
-            activate: Some(now),
-            ..KeyTiming::default()
+            ..KeyTiming::starting_at(now)
         };
         let reason = if publish == now {
             "first keys of the zone"
@@ -206,12 +204,7 @@ pub fn plan_key_actions(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<K
     match key_signers.as_slice() {
         [] => actions.push(KeyAction::Generate {
             role: key_role,
-            timing: KeyTiming {
-                created: Some(now),
-                publish: Some(now),
-                activate: Some(now),
-                ..KeyTiming::default()
-            },
+            timing: KeyTiming::starting_at(now),
             reason: "the zone has no key-signing key",
         }),
         [only] if due(only, t.ksk_lifetime, ipub, now) && others().next().is_none() => {
@@ -225,10 +218,8 @@ pub fn plan_key_actions(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<K
             actions.push(KeyAction::Generate {
                 role: only.role,
                 timing: KeyTiming {
-                    created: Some(now),
-                    publish: Some(now),
                     activate: Some(activate),
-                    ..KeyTiming::default()
+                    ..KeyTiming::starting_at(now)
                 },
                 reason: "KSK rollover: successor published",
             });
@@ -258,12 +249,7 @@ pub fn plan_key_actions(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<K
         match current {
             None if !waiting => actions.push(KeyAction::Generate {
                 role: KeyRole::Zsk,
-                timing: KeyTiming {
-                    created: Some(now),
-                    publish: Some(now),
-                    activate: Some(now),
-                    ..KeyTiming::default()
-                },
+                timing: KeyTiming::starting_at(now),
                 reason: "the zone has no zone-signing key",
             }),
             Some(current) if !waiting && due(current, t.zsk_lifetime, ipub, now) => {
@@ -276,10 +262,8 @@ pub fn plan_key_actions(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<K
                 actions.push(KeyAction::Generate {
                     role: KeyRole::Zsk,
                     timing: KeyTiming {
-                        created: Some(now),
-                        publish: Some(now),
                         activate: Some(activate),
-                        ..KeyTiming::default()
+                        ..KeyTiming::starting_at(now)
                     },
                     reason: "ZSK rollover: successor pre-published",
                 });
