@@ -189,6 +189,26 @@ impl Node {
         self.rrset(rtype).is_some()
     }
 
+    /// The TTL to give one record of `set` (an RRset of this node) when the
+    /// zone is written out: the RRset's own, except for an RRSIG, which takes
+    /// the TTL of the RRset it covers (RFC 4034 §3) since all RRSIGs at a name
+    /// are kept as one RRset here.
+    pub fn record_ttl(&self, set: &RRset, rdata: &[u8]) -> u32 {
+        if set.rtype() != Rtype::RRSIG {
+            return set.ttl();
+        }
+        rdata
+            .get(..2)
+            .map(|c| {
+                Rtype(u16::from_be_bytes([
+                    c.first().copied().unwrap_or(0),
+                    c.get(1).copied().unwrap_or(0),
+                ]))
+            })
+            .and_then(|covered| self.rrset(covered))
+            .map_or(set.ttl(), RRset::ttl)
+    }
+
     /// The RRSIG rdatas whose Type Covered field (RFC 4034 §3.1.1) is `covered`.
     ///
     /// All RRSIGs at a name form one RRset here, with the TTL of the first one
@@ -544,6 +564,13 @@ impl Zone {
     /// the query path.
     /// NSEC3 owners are merged in at their place.
     pub fn nodes_canonical(&self) -> impl Iterator<Item = (Name, &Node)> {
+        self.raw_nodes_canonical()
+            .filter_map(|(k, n)| Some((Name::from_wire(k).ok()?, n)))
+    }
+
+    /// Every node with its lowercased owner wire form, NSEC3 owners merged in,
+    /// in canonical order: [`Zone::nodes_canonical`] without building names.
+    pub(crate) fn raw_nodes_canonical(&self) -> impl Iterator<Item = (&[u8], &Node)> {
         let mut names = self.nodes.iter().peekable();
         let mut hashed = self.nsec3.iter().peekable();
         core::iter::from_fn(move || {
@@ -558,7 +585,6 @@ impl Zone {
                 names.next()
             }
         })
-        .filter_map(|(k, n)| Some((Name::from_wire(k).ok()?, n)))
     }
 
     /// Every record as typed data: owners in canonical order, each node's RRsets
@@ -572,7 +598,7 @@ impl Zone {
                 set.rdatas().map(move |rd| Record {
                     owner: owner.clone(),
                     class,
-                    ttl: set.ttl(),
+                    ttl: node.record_ttl(set, rd),
                     rdata: decode_rdata(set.rtype(), rd),
                 })
             })

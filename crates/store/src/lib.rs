@@ -1,0 +1,2 @@
+//! (being written)
+#![forbid(unsafe_code)]

@@ -1,0 +1,25 @@
+//! Replication between servers, as pure functions over bytes and zones: TSIG
+//! (RFC 8945), outgoing and incoming AXFR (RFC 5936) and IXFR (RFC 1995),
+//! NOTIFY (RFC 1996), dynamic UPDATE (RFC 2136), SOA serial arithmetic
+//! (RFC 1982) and catalog zones (RFC 9432). No sockets, no clock, no files:
+//! the server binary brings the time and moves the bytes.
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+pub mod catalog;
+pub mod notify;
+pub mod serial;
+pub mod transfer_in;
+pub mod transfer_out;
+pub mod tsig;
+pub mod tsig_keyfile;
+pub mod update;
