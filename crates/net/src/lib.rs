@@ -14,6 +14,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod deferred;
 mod error;
 pub mod frame;
 mod shutdown;
@@ -23,6 +24,7 @@ pub mod udp;
 
 use std::net::SocketAddr;
 
+pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};
 pub use shutdown::Shutdown;
@@ -48,6 +50,14 @@ pub trait QueryHandler {
     /// `recvmmsg` batch on UDP, the messages of one read on TCP), so a handler
     /// can hand work it batched (log entries) to whoever waits for it.
     fn end_of_batch(&mut self) {}
+
+    /// Asked after `handle` returned `false`: a response the handler will
+    /// finish later (see [`Deferred`]). The transport calls the job at once
+    /// with a [`Responder`] for the query's client. Over TCP, the connection
+    /// sends the job's messages before answering its next query.
+    fn take_deferred(&mut self) -> Option<Deferred> {
+        None
+    }
 }
 
 impl<F> QueryHandler for F

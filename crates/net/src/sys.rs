@@ -183,6 +183,27 @@ impl RecvBatch {
         Some(bytes)
     }
 
+    /// The ancillary data a reply to message `i` must carry to leave from
+    /// the query's destination address; `None` when the socket is bound to a
+    /// specific address and needs none.
+    pub(crate) fn reply_control(&self, i: usize) -> Option<ReplyControl> {
+        if !self.pktinfo {
+            return None;
+        }
+        let mut bytes = [0u8; CTRL_WORDS * 8];
+        let len = self
+            .control(i)
+            .map_or(0, |c| reply_pktinfo(&c, &mut bytes));
+        if len == 0 {
+            return None;
+        }
+        let mut words = [0u64; CTRL_WORDS];
+        for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *w = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+        }
+        Some(ReplyControl { words, len })
+    }
+
     pub(crate) fn peer(&self, i: usize) -> Option<SocketAddr> {
         let hdr = self.hdrs.get(i)?;
         sockaddr_to_std(self.addrs.get(i)?, hdr.msg_hdr.msg_namelen)
@@ -308,6 +329,52 @@ fn reply_pktinfo(received: &[u8; CTRL_WORDS * 8], out: &mut [u8; CTRL_WORDS * 8]
         pos = pos.saturating_add(cmsg_align(len));
     }
     0
+}
+
+/// Ancillary data for one reply (its source address), kept for a reply sent
+/// later than the batch it was received in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReplyControl {
+    words: [u64; CTRL_WORDS],
+    len: usize,
+}
+
+/// Sends one datagram `msg` to `peer` on `fd`, from the address `control`
+/// names when given: a reply made after its batch was answered.
+pub(crate) fn send_one(
+    fd: RawFd,
+    peer: SocketAddr,
+    control: Option<&ReplyControl>,
+    msg: &[u8],
+) -> io::Result<()> {
+    let addr = socket2::SockAddr::from(peer);
+    let mut ctrl = control.map_or([0u64; CTRL_WORDS], |c| c.words);
+    let mut iov = libc::iovec {
+        iov_base: msg.as_ptr() as *mut libc::c_void,
+        iov_len: msg.len(),
+    };
+    // SAFETY: msghdr is plain data (integers and nullable pointers): all-zero is valid.
+    let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
+    hdr.msg_name = addr.as_ptr() as *mut libc::c_void;
+    hdr.msg_namelen = addr.len();
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    if let Some(c) = control {
+        hdr.msg_control = ctrl.as_mut_ptr().cast();
+        hdr.msg_controllen = c.len;
+    }
+    loop {
+        // SAFETY: every pointer in `hdr` borrows a local (`addr`, `iov` over
+        // `msg`, `ctrl`) that lives across the call; the kernel only reads them.
+        let r = unsafe { libc::sendmsg(fd, &hdr, 0) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Headers for sending a batch of responses with one sendmmsg call.

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
 use crate::shutdown::Shutdown;
+use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::QueryHandler;
 
 /// RFC 7766 §6.2.3 suggests an idle timeout "on the order of seconds".
@@ -426,11 +427,16 @@ async fn serve_connection<H: QueryHandler>(
             completed = true;
             bump(&stats.queries);
             if handler.handle(query, peer, local, &mut out) {
-                // A response over 65535 octets cannot be framed; the handler keeps
-                // to that limit, so this only guards against a bug.
-                if let Ok(n) = u16::try_from(out.len()) {
-                    responses.extend_from_slice(&n.to_be_bytes());
-                    responses.extend_from_slice(&out);
+                push_framed(&mut responses, &out);
+            } else if let Some(job) = handler.take_deferred() {
+                // The job's messages follow the responses already made, and
+                // the next query waits for them (a transfer is contiguous).
+                if let Err(end) = write_responses(stream, &mut responses, config.idle_timeout).await
+                {
+                    return end;
+                }
+                if let Err(end) = relay_deferred(stream, job, config.idle_timeout).await {
+                    return end;
                 }
             }
             answered = answered.saturating_add(1);
@@ -481,6 +487,35 @@ async fn serve_connection<H: QueryHandler>(
             Ok(Err(e)) => return ConnectionEnd::Io(e),
         }
     }
+}
+
+/// Appends one response with its two-octet length (RFC 7766 §8). A response
+/// over 65535 octets cannot be framed; handlers keep to that limit, so this
+/// only guards against a bug.
+fn push_framed(responses: &mut Vec<u8>, msg: &[u8]) {
+    if let Ok(n) = u16::try_from(msg.len()) {
+        responses.extend_from_slice(&n.to_be_bytes());
+        responses.extend_from_slice(msg);
+    }
+}
+
+/// Runs a deferred job and writes each message it sends, until it drops its
+/// responder. Messages are written one by one: a transfer of a large zone is
+/// never held whole, and a client that stops reading stops the job through
+/// the bounded queue.
+async fn relay_deferred(
+    stream: &mut TcpStream,
+    job: Deferred,
+    write_limit: Duration,
+) -> Result<(), ConnectionEnd> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(TCP_QUEUE);
+    job(Responder::tcp(tx));
+    let mut framed: Vec<u8> = Vec::new();
+    while let Some(msg) = rx.recv().await {
+        push_framed(&mut framed, &msg);
+        write_responses(stream, &mut framed, write_limit).await?;
+    }
+    Ok(())
 }
 
 /// Writes and clears the gathered responses. write_all copes with partial

@@ -15,6 +15,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::error::NetError;
 use crate::shutdown::Shutdown;
 use crate::sys::{self, RecvBatch, SendBatch};
+use crate::deferred::Responder;
 use crate::QueryHandler;
 
 /// Datagrams received per recvmmsg call.
@@ -50,7 +51,7 @@ impl Default for UdpConfig {
 /// Bound sockets, not yet served: `sockets[w]` are worker `w`'s, one per address.
 #[derive(Debug)]
 pub struct UdpListeners {
-    sockets: Vec<Vec<Socket>>,
+    sockets: Vec<Vec<Arc<Socket>>>,
     local_addrs: Vec<SocketAddr>,
 }
 
@@ -58,7 +59,7 @@ pub struct UdpListeners {
 /// resolved by the first socket and reused for that address's others.
 pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, NetError> {
     let workers = workers.max(1);
-    let mut sockets: Vec<Vec<Socket>> = (0..workers)
+    let mut sockets: Vec<Vec<Arc<Socket>>> = (0..workers)
         .map(|_| Vec::with_capacity(addrs.len()))
         .collect();
     let mut local_addrs = Vec::with_capacity(addrs.len());
@@ -71,7 +72,7 @@ pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, Ne
                     actual = a;
                 }
             }
-            worker.push(socket);
+            worker.push(Arc::new(socket));
         }
         local_addrs.push(actual);
     }
@@ -228,7 +229,7 @@ impl UdpWorkers {
 }
 
 struct Worker<H> {
-    sockets: Vec<Socket>,
+    sockets: Vec<Arc<Socket>>,
     handler: H,
     config: UdpConfig,
     shutdown: Shutdown,
@@ -284,7 +285,7 @@ impl<H: QueryHandler> Worker<H> {
                 return;
             }
             // The sockets stay owned by `self.sockets`; their fds are borrowed here.
-            for (pfd, &local) in fds.iter().skip(1).zip(&locals) {
+            for (w, (pfd, &local)) in fds.iter().skip(1).zip(&locals).enumerate() {
                 if pfd.revents == 0 {
                     continue;
                 }
@@ -300,7 +301,7 @@ impl<H: QueryHandler> Worker<H> {
                     if n == 0 {
                         break;
                     }
-                    self.answer_batch((fd, local), n, &recv, &mut send, &mut outs, &mut which);
+                    self.answer_batch((w, fd, local), n, &recv, &mut send, &mut outs, &mut which);
                     // A short batch means the queue is empty: back to poll rather
                     // than spend a syscall to learn it.
                     if n < recv.capacity() {
@@ -313,7 +314,7 @@ impl<H: QueryHandler> Worker<H> {
 
     fn answer_batch(
         &mut self,
-        (fd, local): (std::os::fd::RawFd, SocketAddr),
+        (socket_index, fd, local): (usize, std::os::fd::RawFd, SocketAddr),
         n: usize,
         recv: &RecvBatch,
         send: &mut SendBatch,
@@ -333,7 +334,17 @@ impl<H: QueryHandler> Worker<H> {
             }));
             match respond {
                 Ok(true) => which.push(i),
-                Ok(false) => {}
+                Ok(false) => {
+                    if let Some(job) = self.handler.take_deferred() {
+                        if let Some(socket) = self.sockets.get(socket_index) {
+                            job(Responder::udp(
+                                Arc::clone(socket),
+                                peer,
+                                recv.reply_control(i),
+                            ));
+                        }
+                    }
+                }
                 Err(_) => {
                     out.clear();
                     tracing::error!(%peer, "answering a query panicked; query dropped");

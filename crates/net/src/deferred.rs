@@ -1,0 +1,115 @@
+//! Responses finished after the query's turn has passed: a dynamic update is
+//! acknowledged only once it is durable, and a zone transfer is many messages
+//! made by a background task. The handler hands the transport a [`Deferred`]
+//! job; the transport gives the job a [`Responder`] that sends its messages to
+//! the client the way the query came: a datagram from the queried address, or
+//! framed messages on the TCP connection, in order, before the connection's
+//! next response.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use socket2::Socket;
+use tokio::sync::mpsc;
+
+use crate::sys::{self, ReplyControl};
+
+/// Work a handler finishes later, given the way to reply. It must not block
+/// the caller: spawn the work (a thread, a task) and move the responder in.
+pub type Deferred = Box<dyn FnOnce(Responder) + Send>;
+
+/// The responder's messages are gone: the client closed the connection or the
+/// server is stopping. The job should stop making more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client connection is closed")]
+pub struct ResponderClosed;
+
+/// Where a deferred job sends its response messages. Dropping it ends the
+/// response: over TCP, the connection goes back to reading queries.
+#[derive(Debug)]
+pub struct Responder {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Udp {
+        socket: Arc<Socket>,
+        peer: SocketAddr,
+        control: Option<ReplyControl>,
+    },
+    Tcp(mpsc::Sender<Vec<u8>>),
+}
+
+/// Messages a TCP connection holds from a deferred job before the job waits:
+/// enough to keep the socket busy, little enough that a client that reads
+/// slowly holds a few messages of memory, not a whole zone.
+pub(crate) const TCP_QUEUE: usize = 4;
+
+impl Responder {
+    pub(crate) fn udp(
+        socket: Arc<Socket>,
+        peer: SocketAddr,
+        control: Option<ReplyControl>,
+    ) -> Responder {
+        Responder {
+            kind: Kind::Udp {
+                socket,
+                peer,
+                control,
+            },
+        }
+    }
+
+    pub(crate) fn tcp(sender: mpsc::Sender<Vec<u8>>) -> Responder {
+        Responder {
+            kind: Kind::Tcp(sender),
+        }
+    }
+
+    /// Whether the response may be several messages (TCP), or only one
+    /// datagram (UDP).
+    pub fn is_stream(&self) -> bool {
+        matches!(self.kind, Kind::Tcp(_))
+    }
+
+    /// Sends one message, waiting (outside an async runtime) for room in the
+    /// connection's queue.
+    pub fn send_blocking(&self, msg: Vec<u8>) -> Result<(), ResponderClosed> {
+        match &self.kind {
+            Kind::Udp {
+                socket,
+                peer,
+                control,
+            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+            Kind::Tcp(tx) => tx.blocking_send(msg).map_err(|_| ResponderClosed),
+        }
+    }
+
+    /// Sends one message from an async task.
+    pub async fn send(&self, msg: Vec<u8>) -> Result<(), ResponderClosed> {
+        match &self.kind {
+            Kind::Udp {
+                socket,
+                peer,
+                control,
+            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+            Kind::Tcp(tx) => tx.send(msg).await.map_err(|_| ResponderClosed),
+        }
+    }
+}
+
+/// A UDP reply cannot be queued for later: one attempt, as for any reply. A
+/// lost reply is the client's to retry, like any lost datagram.
+fn send_datagram(
+    socket: &Socket,
+    peer: SocketAddr,
+    control: Option<&ReplyControl>,
+    msg: &[u8],
+) -> Result<(), ResponderClosed> {
+    sys::send_one(socket.as_raw_fd(), peer, control, msg).map_err(|e| {
+        tracing::debug!(%peer, error = %e, "deferred UDP reply not sent");
+        ResponderClosed
+    })
+}
