@@ -538,7 +538,10 @@ mod tests {
             .collect();
         let refs: Vec<&MemberSpec> = specs.iter().collect();
         let ids = assign_member_ids(&refs, |_| b"same".to_vec());
-        assert_eq!(ids, vec![b"same".to_vec(), b"same-1".to_vec(), b"same-2".to_vec()]);
+        assert_eq!(
+            ids,
+            vec![b"same".to_vec(), b"same-1".to_vec(), b"same-2".to_vec()]
+        );
     }
 
     #[test]
