@@ -27,6 +27,7 @@ mod chaos;
 mod cname;
 mod cookie;
 mod denial;
+mod divert;
 mod dname;
 mod dnssec;
 mod edns;
@@ -43,6 +44,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 pub use bulwark_guard::{Access, ResponseClass, ServerCookies};
+pub use divert::Divert;
 
 use bulwark_proto::message::{write_error_response, MessageView};
 use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
@@ -167,6 +169,9 @@ pub enum AnswerOutcome {
     /// Nothing to send: the zone's access policy says to drop this client's
     /// queries silently (told apart from `Drop` so that it is counted as such).
     Denied,
+    /// Nothing written: the query is the server's to handle (replication, or
+    /// a TSIG-signed query), see [`Divert`].
+    Divert(Divert),
 }
 
 /// Answers queries. One per worker thread: it keeps scratch space between queries
@@ -245,6 +250,9 @@ impl Answerer {
                 };
             }
         };
+        if let Some(divert) = divert::divert_of(&view) {
+            return AnswerOutcome::Divert(divert);
+        }
         self.answer_query(zones, request, &view, out)
     }
 
@@ -288,8 +296,8 @@ impl Answerer {
             resp.set_rcode(Rcode::FORMERR);
             return respond(resp);
         };
-        // NOTIFY and UPDATE are not served yet; every opcode but QUERY is NOTIMP
-        // (RFC 1035 §4.1.1).
+        // NOTIFY and UPDATE were diverted to the server; any other opcode but
+        // QUERY is NOTIMP (RFC 1035 §4.1.1).
         if query.header().opcode != Opcode::QUERY {
             resp.set_rcode(Rcode::NOTIMP);
             return respond(resp);
@@ -316,18 +324,6 @@ impl Answerer {
                 resp.set_rcode(Rcode::REFUSED);
                 return respond(resp);
             }
-        }
-        // Zone transfers are not served yet. As Knot does, and before looking for
-        // the zone: AXFR over UDP is NOTIMP (RFC 5936 §4.2 requires TCP), and a
-        // transfer nobody is allowed is NOTAUTH.
-        if q.qtype == Rtype::AXFR || q.qtype == Rtype::IXFR {
-            let rcode = if q.qtype == Rtype::AXFR && transport == Transport::Udp {
-                Rcode::NOTIMP
-            } else {
-                Rcode::NOTAUTH
-            };
-            resp.set_rcode(rcode);
-            return respond(resp);
         }
         let Some(zone) = solve::zone_for(zones, &q.qname, q.qtype) else {
             // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves it to policy).

@@ -236,7 +236,9 @@ fn answering_with_cookies_nsid_and_zone_access_does_not_allocate_once_warm() {
     for (t, q) in &queries {
         match a.answer_request(&zones, &request(*t), q, &mut out) {
             AnswerOutcome::Respond { rcode, .. } => rcodes.push(rcode),
-            AnswerOutcome::Drop | AnswerOutcome::Denied => panic!("dropped"),
+            AnswerOutcome::Drop | AnswerOutcome::Denied | AnswerOutcome::Divert(_) => {
+                panic!("dropped")
+            }
         }
     }
     // The cookie policy's BADCOOKIE path is among those measured.

@@ -8,7 +8,9 @@
 
 mod common;
 
-use bulwark_auth::{AnswerConfig, AnswerOutcome, ChaosIdentity, Transport};
+use std::sync::Arc;
+
+use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, ChaosIdentity, Divert, Transport};
 use bulwark_proto::Rcode;
 use common::*;
 use hickory_proto::op::{OpCode, ResponseCode};
@@ -84,8 +86,8 @@ fn two_questions_are_formerr() {
 }
 
 #[test]
-fn opcodes_other_than_query_are_notimp() {
-    for op in [OpCode::Status, OpCode::Notify, OpCode::Update] {
+fn opcodes_other_than_query_notify_and_update_are_notimp() {
+    for op in [OpCode::Status] {
         let mut q = query("www.example.com.", RecordType::A);
         q.set_op_code(op);
         let m = run(&q.to_vec().unwrap()).msg();
@@ -144,16 +146,49 @@ fn class_any_is_answered_as_in_like_knot() {
 }
 
 #[test]
-fn axfr_over_udp_is_notimp_and_transfers_over_tcp_are_notauth() {
+fn transfers_notify_update_and_signed_queries_are_the_servers_to_handle() {
     let zones = zoneset(&[example()]);
-    let axfr = query("example.com.", RecordType::AXFR).to_vec().unwrap();
-    let ixfr = query("example.com.", RecordType::IXFR).to_vec().unwrap();
-    let cfg = AnswerConfig::default;
-    let rc = |t, w: &[u8]| answer_with(cfg(), &zones, t, w).msg().response_code();
-    assert_eq!(rc(Transport::Udp, &axfr), ResponseCode::NotImp);
-    assert_eq!(rc(Transport::Tcp, &axfr), ResponseCode::NotAuth);
-    assert_eq!(rc(Transport::Udp, &ixfr), ResponseCode::NotAuth);
-    assert_eq!(rc(Transport::Tcp, &ixfr), ResponseCode::NotAuth);
+    let mut answerer = Answerer::new(Arc::new(AnswerConfig::default()));
+    let mut out = Vec::new();
+    let mut outcome = |wire: &[u8]| {
+        let o = answerer.answer(&zones, Transport::Tcp, wire, &mut out);
+        if matches!(o, AnswerOutcome::Divert(_)) {
+            assert!(out.is_empty(), "nothing written for a diverted query");
+        }
+        o
+    };
+    for t in [RecordType::AXFR, RecordType::IXFR] {
+        let wire = query("example.com.", t).to_vec().unwrap();
+        assert_eq!(outcome(&wire), AnswerOutcome::Divert(Divert::Transfer));
+    }
+    let mut notify = query("example.com.", RecordType::SOA);
+    notify.set_op_code(OpCode::Notify);
+    assert_eq!(
+        outcome(&notify.to_vec().unwrap()),
+        AnswerOutcome::Divert(Divert::Notify)
+    );
+    let mut update = query("example.com.", RecordType::SOA);
+    update.set_op_code(OpCode::Update);
+    assert_eq!(
+        outcome(&update.to_vec().unwrap()),
+        AnswerOutcome::Divert(Divert::Update)
+    );
+    // A TSIG record: owner `k.`, type 250, class ANY, TTL 0, empty rdata
+    // (the server checks it; answering only notices it is there).
+    let mut signed = query("web.example.com.", RecordType::A).to_vec().unwrap();
+    signed[11] = 1;
+    signed.extend_from_slice(&[1, b'k', 0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(outcome(&signed), AnswerOutcome::Divert(Divert::Signed));
+    // Other opcodes are still answered here.
+    let mut status = query("example.com.", RecordType::SOA);
+    status.set_op_code(OpCode::Status);
+    assert!(matches!(
+        outcome(&status.to_vec().unwrap()),
+        AnswerOutcome::Respond {
+            rcode: Rcode::NOTIMP,
+            ..
+        }
+    ));
 }
 
 #[test]

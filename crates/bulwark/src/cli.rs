@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// `unix:PATH` or `tcp:ADDR:PORT`. Overrides `[dnstap] destination`.
     #[arg(long, value_name = "DEST")]
     pub dnstap: Option<String>,
+    /// The database of journals, secondary zones and timers. Overrides
+    /// `[server] storage`.
+    #[arg(long, value_name = "FILE")]
+    pub storage: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]

@@ -62,6 +62,15 @@ pub struct ConfigFile {
     pub dnssec_policy: BTreeMap<String, crate::policy::PolicySection>,
     /// The HSM for policies with `keystore = "pkcs11"`.
     pub pkcs11: Option<crate::keystore::Pkcs11Section>,
+    /// TSIG keys, referred to by remotes and ACLs.
+    #[serde(default)]
+    pub tsig_key: BTreeMap<String, crate::replication::settings::TsigKeySection>,
+    /// Other servers: primaries to pull from, secondaries to notify.
+    #[serde(default)]
+    pub remote: BTreeMap<String, crate::replication::settings::RemoteSection>,
+    /// Settings of the zones a consumed catalog brings.
+    #[serde(default)]
+    pub template: BTreeMap<String, crate::replication::settings::TemplateSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +100,9 @@ pub struct ServerSection {
     pub group: Option<Spanned<String>>,
     /// Where signed zones' keys live (default `keys` beside the config file).
     pub key_directory: Option<String>,
+    /// The database of journals, secondary zones and timers (default
+    /// `bulwark.db` beside the config file).
+    pub storage: Option<String>,
 }
 
 /// `[[listener]]`: one address and the ACL its queries go through.
@@ -124,7 +136,9 @@ pub struct LogSection {
 #[serde(deny_unknown_fields)]
 pub struct ZoneSection {
     pub origin: Spanned<String>,
-    pub file: Spanned<String>,
+    /// The master file: required for a primary, optional for a secondary
+    /// (its copy is written there), absent for a generated catalog.
+    pub file: Option<Spanned<String>>,
     /// Who may query this zone.
     pub acl: Option<Spanned<String>>,
     /// Sign the zone with this `[dnssec_policy.NAME]` (`default` needs no table).
@@ -133,15 +147,76 @@ pub struct ZoneSection {
     pub key_directory: Option<String>,
     /// The parent zone's servers, asked for the DS during a KSK rollover.
     pub parent: Option<Vec<Spanned<String>>>,
+    /// Primaries to pull the zone from: makes it a secondary.
+    pub primaries: Option<Vec<Spanned<String>>>,
+    /// Remotes told of each new version (NOTIFY).
+    pub notify: Option<Vec<Spanned<String>>>,
+    pub notify_ns: Option<bool>,
+    pub allow_transfer: Option<Vec<Spanned<String>>>,
+    pub allow_notify: Option<Vec<Spanned<String>>>,
+    pub allow_update: Option<Vec<Spanned<String>>>,
+    pub serial_policy: Option<Spanned<String>>,
+    pub journal_max_size: Option<Spanned<u64>>,
+    pub zonefile_sync: Option<Spanned<toml::Value>>,
+    /// `generate` (bulwark writes this catalog zone) or `consume` (its
+    /// members become secondary zones), RFC 9432.
+    pub catalog_role: Option<Spanned<String>>,
+    /// For `catalog_role = "consume"`: the `[template.NAME]` of member zones.
+    pub catalog_template: Option<Spanned<String>>,
+    /// List this zone in the generated catalog zone named here.
+    pub catalog: Option<Spanned<String>>,
+    /// RFC 9432 §4.4.2: the member's group property.
+    pub catalog_group: Option<Spanned<String>>,
+}
+
+impl ZoneSection {
+    fn replication_fields(&self) -> crate::replication::settings::ReplicationFields {
+        crate::replication::settings::ReplicationFields {
+            primaries: self.primaries.clone(),
+            notify: self.notify.clone(),
+            notify_ns: self.notify_ns,
+            allow_transfer: self.allow_transfer.clone(),
+            allow_notify: self.allow_notify.clone(),
+            allow_update: self.allow_update.clone(),
+            serial_policy: self.serial_policy.clone(),
+            journal_max_size: self.journal_max_size.clone(),
+            zonefile_sync: self.zonefile_sync.clone(),
+        }
+    }
 }
 
 /// A zone to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneSpec {
     pub origin: Name,
-    pub path: PathBuf,
+    /// The master file; `None` for a secondary kept only in the store, or a
+    /// generated catalog.
+    pub path: Option<PathBuf>,
     /// Set when bulwark signs the zone itself.
     pub signing: Option<ZoneSigning>,
+    pub replication: crate::replication::settings::ZoneReplication,
+}
+
+impl ZoneSpec {
+    /// A primary zone read from `path`, with no replication: the flags' and
+    /// the demo's kind.
+    pub fn from_file(origin: Name, path: PathBuf) -> ZoneSpec {
+        ZoneSpec {
+            origin,
+            path: Some(path),
+            signing: None,
+            replication: crate::replication::settings::ZoneReplication::default(),
+        }
+    }
+
+    /// The file for messages, or what stands in for it.
+    pub fn file_label(&self) -> String {
+        match &self.path {
+            Some(p) => p.display().to_string(),
+            None if self.replication.is_secondary() => "(secondary, in the store)".to_string(),
+            None => "(generated)".to_string(),
+        }
+    }
 }
 
 /// How bulwark signs a zone: its policy and where its keys are.
@@ -187,6 +262,11 @@ pub struct Settings {
     pub dnstap: Option<crate::tap::DnstapSettings>,
     pub run_as: Option<crate::privileges::RunAs>,
     pub query_log: bool,
+    /// Every TSIG key, for checking signed requests.
+    pub keyring: Arc<bulwark_xfr::tsig::KeyRing>,
+    /// The database file; `None` runs without one (no journal, no
+    /// persistence of secondary zones, no dynamic updates).
+    pub storage: Option<PathBuf>,
 }
 
 /// Every problem found, one per line, each saying where.
@@ -466,6 +546,15 @@ fn resolve(
             }
         }
     }
+    let registry = crate::replication::settings::build_registry(
+        &f.tsig_key,
+        &f.remote,
+        &f.acl,
+        &acls,
+        base_dir,
+        src,
+        &mut problems,
+    );
     let rrl = defences::build_rrl(&f.rrl, src, &mut problems);
     let cookies = defences::build_cookies(&f.cookies, src, &mut problems);
     let nsid = defences::build_nsid(
@@ -486,6 +575,19 @@ fn resolve(
     )
     .map(Arc::new);
 
+    let templates = build_templates(
+        &f.template,
+        &registry,
+        &policies,
+        &key_directory,
+        pkcs11.as_ref(),
+        base_dir,
+        src,
+        &mut problems,
+    );
+    // Generated catalogs must exist for the zones that name them.
+    check_catalog_members(&f.zones, src, &mut problems);
+
     // Zones: the file's, then the flags'.
     let mut zones: Vec<ZoneSpec> = Vec::new();
     let mut origins: HashMap<Name, String> = HashMap::new();
@@ -501,9 +603,9 @@ fn resolve(
                     ));
                 } else {
                     origins.insert(origin.clone(), where_);
-                    let path = base_dir.join(z.file.get_ref());
-                    if z.file.get_ref().is_empty() {
-                        problems.push(src.at(z.file.span(), "file: the path is empty"));
+                    let path = z.file.as_ref().map(|f| base_dir.join(f.get_ref()));
+                    if let Some(f) = z.file.as_ref().filter(|f| f.get_ref().is_empty()) {
+                        problems.push(src.at(f.span(), "file: the path is empty"));
                     }
                     if let Some(acl) = z
                         .acl
@@ -564,10 +666,24 @@ fn resolve(
                                 .map_or_else(|| key_directory.clone(), |d| base_dir.join(d)),
                         })
                     });
+                    let mut replication = crate::replication::settings::build_zone_replication(
+                        &z.replication_fields(),
+                        &registry,
+                        src,
+                        &mut problems,
+                    );
+                    replication.catalog = catalog_role(
+                        z,
+                        &templates,
+                        src,
+                        &mut problems,
+                    );
+                    check_zone_role(z, &origin, &path, &replication, src, &mut problems);
                     zones.push(ZoneSpec {
                         origin,
                         path,
                         signing,
+                        replication,
                     });
                 }
             }
@@ -592,11 +708,7 @@ fn resolve(
                     problems.push(format!("--zone {z}: the path is empty"));
                 } else {
                     origins.insert(origin.clone(), format!("--zone {z}"));
-                    zones.push(ZoneSpec {
-                        origin,
-                        path: PathBuf::from(path),
-                        signing: None,
-                    });
+                    zones.push(ZoneSpec::from_file(origin, PathBuf::from(path)));
                 }
             }
             Err(e) => problems.push(format!("--zone {z}: origin: {e}")),
@@ -636,7 +748,216 @@ fn resolve(
         dnstap,
         run_as,
         query_log: f.log.queries.unwrap_or(false),
+        keyring: Arc::new(registry.keyring()),
+        storage: args.storage.clone().or_else(|| {
+            config_file.as_ref()?;
+            Some(base_dir.join(f.server.storage.as_deref().unwrap_or("bulwark.db")))
+        }),
     })
+}
+
+/// What `catalog_role`, `catalog_template`, `catalog` and `catalog_group`
+/// make of a zone.
+fn catalog_role(
+    z: &ZoneSection,
+    templates: &HashMap<String, Arc<crate::replication::settings::ZoneTemplate>>,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> crate::replication::settings::CatalogRole {
+    use crate::replication::settings::CatalogRole;
+    let role = match &z.catalog_role {
+        None => None,
+        Some(r) => match r.get_ref().as_str() {
+            "generate" => Some(CatalogRole::Generate),
+            "consume" => match &z.catalog_template {
+                Some(t) => match templates.get(t.get_ref()) {
+                    Some(template) => Some(CatalogRole::Consume {
+                        template: Arc::clone(template),
+                    }),
+                    None => {
+                        problems.push(src.at(
+                            t.span(),
+                            format!("catalog_template: no [template.{}]", t.get_ref()),
+                        ));
+                        None
+                    }
+                },
+                None => {
+                    problems.push(src.at(
+                        r.span(),
+                        "catalog_role: a consumed catalog needs catalog_template, the settings of its member zones",
+                    ));
+                    None
+                }
+            },
+            other => {
+                problems.push(src.at(
+                    r.span(),
+                    format!("catalog_role: `{other}` is not one of generate, consume"),
+                ));
+                None
+            }
+        },
+    };
+    if let Some(role) = role {
+        if let Some(c) = &z.catalog {
+            problems.push(src.at(
+                c.span(),
+                "catalog: a catalog zone cannot itself be a member of a catalog",
+            ));
+        }
+        return role;
+    }
+    if let Some(t) = &z.catalog_template {
+        problems.push(src.at(
+            t.span(),
+            "catalog_template: only for catalog_role = \"consume\"",
+        ));
+    }
+    match &z.catalog {
+        Some(c) => match parse_origin(c.get_ref()) {
+            Ok(catalog) => CatalogRole::Member {
+                catalog,
+                group: z.catalog_group.as_ref().map(|g| g.get_ref().clone()),
+            },
+            Err(e) => {
+                problems.push(src.at(c.span(), format!("catalog: `{}`: {e}", c.get_ref())));
+                CatalogRole::None
+            }
+        },
+        None => {
+            if let Some(g) = &z.catalog_group {
+                problems.push(src.at(g.span(), "catalog_group: only with catalog"));
+            }
+            CatalogRole::None
+        }
+    }
+}
+
+/// Every `catalog = "NAME"` must name a zone with `catalog_role = "generate"`.
+fn check_catalog_members(zones: &[ZoneSection], src: &Source<'_>, problems: &mut Vec<String>) {
+    let generated: Vec<Name> = zones
+        .iter()
+        .filter(|z| {
+            z.catalog_role
+                .as_ref()
+                .is_some_and(|r| r.get_ref() == "generate")
+        })
+        .filter_map(|z| parse_origin(z.origin.get_ref()).ok())
+        .collect();
+    for z in zones {
+        let Some(c) = &z.catalog else { continue };
+        let Ok(name) = parse_origin(c.get_ref()) else {
+            continue;
+        };
+        if !generated.contains(&name) {
+            problems.push(src.at(
+                c.span(),
+                format!("catalog: no zone {name} has catalog_role = \"generate\""),
+            ));
+        }
+    }
+}
+
+/// The checks that depend on what kind of zone this is.
+fn check_zone_role(
+    z: &ZoneSection,
+    origin: &Name,
+    path: &Option<PathBuf>,
+    replication: &crate::replication::settings::ZoneReplication,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) {
+    use crate::replication::settings::CatalogRole;
+    let generated = replication.catalog == CatalogRole::Generate;
+    let secondary = replication.is_secondary();
+    let at = z.origin.span();
+    if generated && secondary {
+        problems.push(src.at(
+            at.clone(),
+            format!("zone {origin}: a generated catalog has no primaries"),
+        ));
+    }
+    if generated && path.is_some() {
+        problems.push(src.at(
+            at.clone(),
+            format!("zone {origin}: a generated catalog has no file: bulwark writes its records"),
+        ));
+    }
+    if matches!(replication.catalog, CatalogRole::Consume { .. }) && !secondary {
+        problems.push(src.at(
+            at.clone(),
+            format!("zone {origin}: a consumed catalog is a secondary zone: give primaries"),
+        ));
+    }
+    if path.is_none() && !secondary && !generated {
+        problems.push(src.at(
+            at.clone(),
+            format!("zone {origin}: give `file` (a primary zone) or `primaries` (a secondary zone)"),
+        ));
+    }
+    if secondary && !replication.allow_update.is_empty() {
+        problems.push(src.at(
+            at,
+            format!("zone {origin}: a secondary zone takes no dynamic updates (allow_update): send them to the primary"),
+        ));
+    }
+}
+
+/// Builds every `[template.NAME]`.
+#[allow(clippy::too_many_arguments)]
+fn build_templates(
+    sections: &BTreeMap<String, crate::replication::settings::TemplateSection>,
+    registry: &crate::replication::settings::Registry,
+    policies: &HashMap<String, Arc<crate::policy::DnssecPolicy>>,
+    key_directory: &Path,
+    pkcs11: Option<&Arc<crate::keystore::Pkcs11Settings>>,
+    base_dir: &Path,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> HashMap<String, Arc<crate::replication::settings::ZoneTemplate>> {
+    let mut out = HashMap::new();
+    for (name, t) in sections {
+        let replication =
+            crate::replication::settings::build_template_replication(t, registry, src, problems);
+        if !replication.is_secondary() {
+            problems.push(format!(
+                "{}: [template.{name}]: give primaries: the member zones of a consumed catalog are secondaries",
+                src.file.display()
+            ));
+        }
+        let signing = t.dnssec_policy.as_ref().and_then(|p| {
+            let policy = match policies.get(p.get_ref()) {
+                Some(policy) => Arc::clone(policy),
+                None if p.get_ref() == "default" => {
+                    Arc::new(crate::policy::DnssecPolicy::default())
+                }
+                None => {
+                    problems.push(src.at(
+                        p.span(),
+                        format!("dnssec_policy: no [dnssec_policy.{}] is defined", p.get_ref()),
+                    ));
+                    return None;
+                }
+            };
+            Some(ZoneSigning {
+                policy,
+                key_directory: key_directory.to_path_buf(),
+                parents: Vec::new(),
+                pkcs11: pkcs11.cloned(),
+            })
+        });
+        out.insert(
+            name.clone(),
+            Arc::new(crate::replication::settings::ZoneTemplate {
+                name: name.clone(),
+                file: t.file.as_ref().map(|f| base_dir.join(f.get_ref())),
+                signing,
+                replication,
+            }),
+        );
+    }
+    out
 }
 
 /// `tcp_max_connections_per_client`, `tcp_max_queries_per_connection` and

@@ -39,6 +39,9 @@ pub struct AclSection {
     pub allow: Option<Vec<Spanned<String>>>,
     pub deny: Option<Vec<Spanned<String>>>,
     pub action: Option<AclAction>,
+    /// For transfers, NOTIFY and UPDATE: requests must also be signed with
+    /// one of these `[tsig_key.NAME]`s (RFC 8945). Queries ignore it.
+    pub keys: Option<Vec<Spanned<String>>>,
 }
 
 /// What happens to a query an ACL denies.

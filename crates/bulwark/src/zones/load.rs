@@ -1,0 +1,316 @@
+//! Where a zone's content comes from when it is (re)loaded: a primary's file
+//! (with the journal's later changes on the first load after a start), a
+//! secondary's copy in the store (or its file), and where it goes back to:
+//! the zone file, rewritten atomically.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bulwark_proto::Record;
+use bulwark_xfr::serial::serial_gt;
+use bulwark_zone::load::load_zone_file_with_warnings;
+use bulwark_zone::{apply_diff, diff_zones, Zone};
+
+use super::version::{build_lenient, reload_serial, serial_of, set_serial, Cause};
+use super::{ZoneEntry, ZoneOutcome, ZoneTable, Zones};
+use crate::config::ZoneSpec;
+
+impl Zones {
+    /// Loads one zone in place in `table`. Returns the outcome and the new
+    /// served serial when a new version is served.
+    pub(super) fn load_one(
+        &self,
+        table: &mut ZoneTable,
+        spec: &ZoneSpec,
+        now: u64,
+    ) -> (ZoneOutcome, Option<u32>) {
+        if spec.replication.is_secondary() {
+            return self.load_secondary(table, spec, now);
+        }
+        let origin = spec.origin.clone();
+        let Some(path) = spec.path.clone() else {
+            return failed(table, spec, vec![format!("zone {origin}: no file")]);
+        };
+        let old = table.entries.get(&origin).cloned();
+        if old.as_ref().is_some_and(|o| o.dirty_since.is_some()) {
+            // Reading the file now would drop changes it does not hold yet.
+            return kept_old(
+                spec,
+                vec![format!(
+                    "{}: not reloaded: the zone has changes (dynamic updates) not yet written to its file; it can be reloaded once they are",
+                    path.display()
+                )],
+            );
+        }
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let loaded = match load_zone_file_with_warnings(&origin, &path) {
+            Ok(l) => l,
+            Err(e) => {
+                for p in &e.problems {
+                    tracing::error!(zone = %origin, "{p}");
+                }
+                return match old {
+                    Some(o) if o.served.is_some() => {
+                        tracing::warn!(zone = %origin, "zone failed to load; keeping the previous copy");
+                        kept_old(spec, e.problems)
+                    }
+                    _ => failed(table, spec, e.problems),
+                };
+            }
+        };
+        for w in loaded.warning_lines(&path.display().to_string()) {
+            tracing::warn!(zone = %origin, "{w}");
+        }
+        let file_serial = serial_of(&loaded.zone);
+        let mut zone = loaded.zone;
+        let cause = match old.as_ref().and_then(|o| o.unsigned.clone()) {
+            None => match self.replay_journal(spec, &zone, file_serial) {
+                Ok(Some(replayed)) => {
+                    zone = replayed;
+                    Cause::Restore
+                }
+                Ok(None) => Cause::File,
+                Err(problems) => return failed(table, spec, problems),
+            },
+            Some(current) => {
+                let current_serial = serial_of(&current).unwrap_or(0);
+                let same = diff_zones(&current, &zone).is_ok_and(|d| d.is_empty());
+                if same && file_serial == Some(current_serial) {
+                    if let Some(e) = table.entries.get_mut(&origin) {
+                        e.modified = modified;
+                    }
+                    return (loaded_outcome(&origin, table), None);
+                }
+                let file_serial = file_serial.unwrap_or(0);
+                if !serial_gt(file_serial, current_serial) {
+                    let serial = reload_serial(spec, file_serial, current_serial, now);
+                    let mut records: Vec<Record> = zone.records().collect();
+                    set_serial(&mut records, serial);
+                    match build_lenient(&origin, records) {
+                        Ok(z) => zone = z,
+                        Err(p) => return kept_old(spec, p),
+                    }
+                }
+                Cause::File
+            }
+        };
+        let entry = table
+            .entries
+            .entry(origin.clone())
+            .or_insert_with(ZoneEntry::empty);
+        entry.file_serial = file_serial;
+        entry.modified = modified;
+        match self.commit(table, spec, Arc::new(zone), cause, now) {
+            Ok(serial) => {
+                log_loaded(spec, table);
+                (loaded_outcome(&origin, table), serial)
+            }
+            Err(e) => {
+                let problems = vec![e.to_string()];
+                match table.entries.get(&origin) {
+                    Some(o) if o.served.is_some() => kept_old(spec, problems),
+                    _ => failed(table, spec, problems),
+                }
+            }
+        }
+    }
+
+    /// The zone of `file_zone` with the changes the journal holds after the
+    /// file's serial (dynamic updates not yet written to the file when the
+    /// server stopped). `Ok(None)` when there are none.
+    fn replay_journal(
+        &self,
+        spec: &ZoneSpec,
+        file_zone: &Zone,
+        file_serial: Option<u32>,
+    ) -> Result<Option<Zone>, Vec<String>> {
+        let (Some(journal), Some(serial)) = (&self.journal, file_serial) else {
+            return Ok(None);
+        };
+        let diffs = match journal.source_diffs_since(spec, serial) {
+            Some(d) if !d.is_empty() => d,
+            _ => return Ok(None),
+        };
+        let mut records: Vec<Record> = file_zone.records().collect();
+        for d in &diffs {
+            records = match apply_diff(records, d) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(zone = %spec.origin, error = %e, "the journal does not apply to the zone file; serving the file and dropping the journal");
+                    journal.clear_source(spec);
+                    return Ok(None);
+                }
+            };
+        }
+        let zone = build_lenient(&spec.origin, records)?;
+        tracing::info!(
+            zone = %spec.origin,
+            changes = diffs.len(),
+            file_serial = serial,
+            serial = serial_of(&zone),
+            "changes from the journal applied over the zone file"
+        );
+        Ok(Some(zone))
+    }
+
+    /// A secondary zone's first load: its copy from the store, else from its
+    /// file, else none until a primary sends one. A reload keeps the copy.
+    fn load_secondary(
+        &self,
+        table: &mut ZoneTable,
+        spec: &ZoneSpec,
+        now: u64,
+    ) -> (ZoneOutcome, Option<u32>) {
+        let origin = spec.origin.clone();
+        if table.entries.contains_key(&origin) {
+            return (loaded_outcome(&origin, table), None);
+        }
+        let stored = self.journal.as_ref().and_then(|j| j.restore_source(spec));
+        let (zone, cause) = match stored {
+            Some(records) => match build_lenient(&origin, records) {
+                Ok(z) => (Some(z), Cause::Restore),
+                Err(p) => {
+                    tracing::error!(zone = %origin, "the stored copy is unusable: {}", p.join("; "));
+                    (None, Cause::Restore)
+                }
+            },
+            None => match &spec.path {
+                Some(path) if path.exists() => match load_zone_file_with_warnings(&origin, path) {
+                    Ok(l) => (Some(l.zone), Cause::File),
+                    Err(e) => {
+                        for p in &e.problems {
+                            tracing::warn!(zone = %origin, "{p}");
+                        }
+                        (None, Cause::File)
+                    }
+                },
+                _ => (None, Cause::File),
+            },
+        };
+        table.entries.insert(origin.clone(), ZoneEntry::empty());
+        let Some(zone) = zone else {
+            tracing::info!(zone = %origin, "secondary zone has no copy yet; waiting for a transfer");
+            return (ZoneOutcome::Pending { origin }, None);
+        };
+        if let Some(e) = table.entries.get_mut(&origin) {
+            e.file_serial = matches!(cause, Cause::File).then(|| serial_of(&zone)).flatten();
+        }
+        let serial = match self.commit(table, spec, Arc::new(zone), cause, now) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(zone = %origin, "{e}");
+                return (ZoneOutcome::Pending { origin }, None);
+            }
+        };
+        let expired = self
+            .journal
+            .as_ref()
+            .and_then(|j| j.timers(&origin))
+            .is_some_and(|t| t.expire_at != 0 && t.expire_at <= now);
+        if expired {
+            if let Some(e) = table.entries.get_mut(&origin) {
+                e.served = None;
+            }
+            tracing::warn!(zone = %origin, "the stored copy has expired; not served until a primary sends a fresh one");
+            return (ZoneOutcome::Pending { origin }, None);
+        }
+        log_loaded(spec, table);
+        (loaded_outcome(&origin, table), serial)
+    }
+}
+
+fn log_loaded(spec: &ZoneSpec, table: &ZoneTable) {
+    if let Some(z) = table
+        .entries
+        .get(&spec.origin)
+        .and_then(|e| e.served.as_ref())
+    {
+        tracing::info!(
+            zone = %spec.origin,
+            file = %spec.file_label(),
+            serial = serial_of(z).map(u64::from),
+            names = z.node_count(),
+            "zone loaded"
+        );
+    }
+}
+
+fn loaded_outcome(origin: &bulwark_proto::Name, table: &ZoneTable) -> ZoneOutcome {
+    match table.entries.get(origin).and_then(|e| e.served.as_ref()) {
+        Some(z) => ZoneOutcome::Loaded {
+            origin: origin.clone(),
+            serial: serial_of(z),
+            nodes: z.node_count(),
+        },
+        None => ZoneOutcome::Pending {
+            origin: origin.clone(),
+        },
+    }
+}
+
+fn kept_old(spec: &ZoneSpec, problems: Vec<String>) -> (ZoneOutcome, Option<u32>) {
+    (
+        ZoneOutcome::KeptOld {
+            origin: spec.origin.clone(),
+            problems,
+        },
+        None,
+    )
+}
+
+fn failed(table: &mut ZoneTable, spec: &ZoneSpec, problems: Vec<String>) -> (ZoneOutcome, Option<u32>) {
+    tracing::warn!(zone = %spec.origin, "zone failed to load; not serving it");
+    table.entries.remove(&spec.origin);
+    (
+        ZoneOutcome::Failed {
+            origin: spec.origin.clone(),
+            problems,
+        },
+        None,
+    )
+}
+
+/// Writes `zone` as a master file at `path`: to a temporary file beside it,
+/// flushed to disk, then renamed over it, so a crash leaves either the old
+/// file or the new one, never half of one.
+pub(super) fn write_zone_file(path: &Path, zone: &Zone) -> Result<(), String> {
+    let records: Vec<Record> = zone.records().collect();
+    let text = bulwark_zone::print_zone(&records);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "zone".to_string());
+    let tmp = dir.join(format!(".{name}.bulwark-tmp"));
+    let header = format!(
+        "; {} written by bulwark at {} (serial {})\n",
+        zone.apex(),
+        humantime_now(),
+        serial_of(zone).map_or_else(|| "-".to_string(), |s| s.to_string())
+    );
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(header.as_bytes())?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // The rename itself is durable once the directory is.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// Now as Unix seconds, for the file's header comment.
+fn humantime_now() -> String {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or_else(|_| "-".to_string(), |d| format!("unix time {}", d.as_secs()))
+}

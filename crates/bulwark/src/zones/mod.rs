@@ -1,0 +1,890 @@
+//! The served zones: loading them, changing them (reloads, dynamic updates,
+//! transfers from primaries, signing passes) and never leaving the server with
+//! less than it had. The current set is one immutable `ZoneSet` in an
+//! `ArcSwap`; a change builds a new version of one zone and swaps in a new set
+//! at once, so queries in flight finish on the old snapshot.
+//!
+//! Every change of a zone goes through one path (`commit`): the next version
+//! is made (signed when bulwark signs the zone, with a serial that only moves
+//! forward), its difference from the last version is written to the journal
+//! in the store, and only then is it served and its secondaries told. A
+//! change acknowledged to anyone (an UPDATE's NOERROR, a transfer's end) is
+//! therefore on disk.
+
+mod catalog;
+mod journal;
+mod load;
+mod version;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use bulwark_proto::wire::Reader;
+use bulwark_proto::{Name, Record};
+use bulwark_store::{Store, ZoneTimers};
+use bulwark_zone::{apply_diff, Zone, ZoneDiff, ZoneSet};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::config::ZoneSpec;
+use crate::replication::settings::CatalogRole;
+use crate::signing::unix_now;
+use crate::zone_signer::SignedState;
+
+pub(crate) use journal::Journal;
+use version::{next_version, Cause, NextVersion, Previous, SignedInfo};
+
+/// What became of one zone in a (re)load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneOutcome {
+    Loaded {
+        origin: Name,
+        serial: Option<u32>,
+        nodes: usize,
+    },
+    /// A secondary with no copy yet: it is served once a primary sends one.
+    Pending { origin: Name },
+    /// The file failed; the copy loaded before is still served.
+    KeptOld { origin: Name, problems: Vec<String> },
+    /// The file failed and there was no earlier copy: the zone is not served.
+    Failed { origin: Name, problems: Vec<String> },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    pub outcomes: Vec<ZoneOutcome>,
+    /// Zones served before, no longer configured.
+    pub removed: Vec<Name>,
+}
+
+impl LoadReport {
+    pub fn all_loaded(&self) -> bool {
+        self.outcomes
+            .iter()
+            .all(|o| matches!(o, ZoneOutcome::Loaded { .. } | ZoneOutcome::Pending { .. }))
+    }
+
+    /// One line per zone (problems indented below it), for `ctl reload`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for o in &self.outcomes {
+            match o {
+                ZoneOutcome::Loaded {
+                    origin,
+                    serial,
+                    nodes,
+                } => lines.push(format!(
+                    "loaded {origin} serial {} names {nodes}",
+                    serial.map_or_else(|| "-".to_string(), |s| s.to_string())
+                )),
+                ZoneOutcome::Pending { origin } => {
+                    lines.push(format!("pending {origin}: waiting for a transfer"));
+                }
+                ZoneOutcome::KeptOld { origin, problems } => {
+                    lines.push(format!("failed {origin}: keeping the previous copy"));
+                    lines.extend(problems.iter().map(|p| format!("  {p}")));
+                }
+                ZoneOutcome::Failed { origin, problems } => {
+                    lines.push(format!("failed {origin}: not served"));
+                    lines.extend(problems.iter().map(|p| format!("  {p}")));
+                }
+            }
+        }
+        lines.extend(self.removed.iter().map(|o| format!("removed {o}")));
+        lines
+    }
+}
+
+/// Something other parts of the server act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneEvent {
+    /// A new version of the zone is served: notify its secondaries, write
+    /// its file back, re-read it if it is a consumed catalog.
+    Changed { origin: Name, serial: u32 },
+    /// Zones were added or removed (a reload, a catalog change): secondary
+    /// zones' refresh tasks must be started or stopped.
+    ListChanged,
+}
+
+/// One zone's state beside its served copy.
+#[derive(Debug, Clone)]
+struct ZoneEntry {
+    /// What is served; `None`: not served (a secondary with no copy yet, or
+    /// past its expire time).
+    served: Option<Arc<Zone>>,
+    /// The content before signing (for an unsigned zone, `served`). Kept
+    /// when an expired secondary stops being served, for IXFR from it.
+    unsigned: Option<Arc<Zone>>,
+    signed: Option<SignedInfo>,
+    loaded_at: SystemTime,
+    /// The file's modification time when it was last read.
+    modified: Option<SystemTime>,
+    /// The unsigned serial the zone file holds; `None`: no file, or unknown.
+    file_serial: Option<u32>,
+    /// Since when the unsigned content holds changes its file does not.
+    dirty_since: Option<Instant>,
+}
+
+impl ZoneEntry {
+    fn empty() -> ZoneEntry {
+        ZoneEntry {
+            served: None,
+            unsigned: None,
+            signed: None,
+            loaded_at: SystemTime::now(),
+            modified: None,
+            file_serial: None,
+            dirty_since: None,
+        }
+    }
+}
+
+/// What `ctl zone list` and `ctl zone status` show of one configured zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneInfo {
+    pub origin: Name,
+    /// The file, or what stands for it (a secondary kept in the store).
+    pub file: String,
+    pub role: &'static str,
+    /// `None` when no copy of the zone is served.
+    pub served: Option<ServedCopy>,
+    pub timers: Option<ZoneTimers>,
+}
+
+/// The copy of a zone being served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedCopy {
+    pub serial: Option<u32>,
+    pub names: usize,
+    pub loaded_at: SystemTime,
+    pub file_modified: Option<SystemTime>,
+    pub signed: Option<SignedState>,
+}
+
+/// Why a single-zone operation did not happen.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ZoneReloadError {
+    #[error("the zone is not in the configuration")]
+    NotConfigured,
+}
+
+/// Why a change (an update, a transfer) was not made.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ChangeError {
+    #[error("the zone is not served here")]
+    UnknownZone,
+    #[error("the zone has no copy to change yet")]
+    NoCopy,
+    #[error("{0}")]
+    Rejected(String),
+    /// The journal could not be written: nothing was changed.
+    #[error("the change could not be stored: {0}")]
+    Storage(String),
+}
+
+/// What came from a primary.
+#[derive(Debug)]
+pub enum Incoming {
+    Full(Vec<Record>),
+    Incremental(Vec<ZoneDiff>),
+}
+
+/// The state behind the lock: what was asked for and what is served.
+#[derive(Debug, Default)]
+struct ZoneTable {
+    /// The zone list of the last full (re)load, in configuration order.
+    specs: Vec<ZoneSpec>,
+    /// Member zones of consumed catalogs, by origin.
+    members: HashMap<Name, ZoneSpec>,
+    entries: HashMap<Name, ZoneEntry>,
+}
+
+impl ZoneTable {
+    fn spec(&self, origin: &Name) -> Option<&ZoneSpec> {
+        self.specs
+            .iter()
+            .find(|s| &s.origin == origin)
+            .or_else(|| self.members.get(origin))
+    }
+
+    fn all_specs(&self) -> Vec<ZoneSpec> {
+        let mut v = self.specs.clone();
+        let mut members: Vec<&ZoneSpec> = self.members.values().collect();
+        members.sort_by(|a, b| a.origin.cmp(&b.origin));
+        v.extend(members.into_iter().cloned());
+        v
+    }
+}
+
+/// The served zones and what they were loaded from.
+#[derive(Debug)]
+pub struct Zones {
+    current: Arc<ArcSwap<ZoneSet>>,
+    /// The lock also keeps changes, of one zone or all, one at a time.
+    table: Mutex<ZoneTable>,
+    journal: Option<Journal>,
+    events: Mutex<Option<UnboundedSender<ZoneEvent>>>,
+}
+
+impl Default for Zones {
+    fn default() -> Self {
+        Zones::new(None)
+    }
+}
+
+/// Threads a signing pass may use: all but one core, so answering goes on.
+fn signing_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
+}
+
+impl Zones {
+    pub fn new(store: Option<Arc<Store>>) -> Zones {
+        Zones {
+            current: Arc::new(ArcSwap::from_pointee(ZoneSet::default())),
+            table: Mutex::new(ZoneTable::default()),
+            journal: store.map(Journal::new),
+            events: Mutex::new(None),
+        }
+    }
+
+    /// Where [`ZoneEvent`]s go from now on.
+    pub fn subscribe(&self, tx: UnboundedSender<ZoneEvent>) {
+        if let Ok(mut e) = self.events.lock() {
+            *e = Some(tx);
+        }
+    }
+
+    fn emit(&self, event: ZoneEvent) {
+        if let Ok(e) = self.events.lock() {
+            if let Some(tx) = e.as_ref() {
+                let _ = tx.send(event);
+            }
+        }
+    }
+
+    /// The handle every query path reads from.
+    pub fn snapshot(&self) -> Arc<ArcSwap<ZoneSet>> {
+        Arc::clone(&self.current)
+    }
+
+    pub fn current(&self) -> Arc<ZoneSet> {
+        self.current.load_full()
+    }
+
+    pub(crate) fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
+        match self.table.lock() {
+            Ok(g) => g,
+            // A panic in an earlier change left the table as it was before it:
+            // every change replaces an entry whole, after its work is done.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Builds a set from the table's served zones and swaps it in at once.
+    fn publish(&self, table: &ZoneTable) {
+        let set = ZoneSet::new(
+            table
+                .entries
+                .values()
+                .filter_map(|e| e.served.clone())
+                .collect(),
+        );
+        self.current.store(Arc::new(set));
+    }
+
+    /// Loads every zone in `specs` (blocking: call off the async runtime),
+    /// keeps the old copy of any that fails, drops zones no longer listed,
+    /// and swaps the new set in.
+    pub fn load(&self, specs: &[ZoneSpec]) -> LoadReport {
+        let mut table = self.lock();
+        let mut report = LoadReport::default();
+        let now = unix_now();
+        let mut changed = Vec::new();
+        table.specs = specs.to_vec();
+        // Generated catalogs last: they list the zones loaded before them.
+        let (catalogs, others): (Vec<&ZoneSpec>, Vec<&ZoneSpec>) = specs
+            .iter()
+            .partition(|s| s.replication.catalog == CatalogRole::Generate);
+        for spec in others.into_iter().chain(catalogs) {
+            let (outcome, serial) = if spec.replication.catalog == CatalogRole::Generate {
+                self.generate_catalog(&mut table, spec, now)
+            } else {
+                self.load_one(&mut table, spec, now)
+            };
+            if let Some(s) = serial {
+                changed.push((spec.origin.clone(), s));
+            }
+            report.outcomes.push(outcome);
+        }
+        // Members of consumed catalogs stay as they are across a reload.
+        let keep: Vec<Name> = table
+            .specs
+            .iter()
+            .map(|s| s.origin.clone())
+            .chain(table.members.keys().cloned())
+            .collect();
+        let gone: Vec<Name> = table
+            .entries
+            .keys()
+            .filter(|o| !keep.contains(o))
+            .cloned()
+            .collect();
+        for origin in gone {
+            tracing::info!(zone = %origin, "zone removed");
+            table.entries.remove(&origin);
+            report.removed.push(origin);
+        }
+        self.publish(&table);
+        drop(table);
+        for (origin, serial) in changed {
+            self.emit(ZoneEvent::Changed { origin, serial });
+        }
+        self.emit(ZoneEvent::ListChanged);
+        report
+    }
+
+    /// Reloads one configured zone from its file (blocking), keeping the copy
+    /// served so far if the file fails; the other zones are left as they are.
+    pub fn reload_one(&self, origin: &Name) -> Result<ZoneOutcome, ZoneReloadError> {
+        let mut table = self.lock();
+        let spec = table
+            .spec(origin)
+            .cloned()
+            .ok_or(ZoneReloadError::NotConfigured)?;
+        let now = unix_now();
+        let (outcome, serial) = if spec.replication.catalog == CatalogRole::Generate {
+            self.generate_catalog(&mut table, &spec, now)
+        } else {
+            self.load_one(&mut table, &spec, now)
+        };
+        self.publish(&table);
+        drop(table);
+        if let Some(serial) = serial {
+            self.emit(ZoneEvent::Changed {
+                origin: origin.clone(),
+                serial,
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// Makes, journals and installs the next version of `origin` in `table`
+    /// (not yet published). Returns the new serial, or `None` when nothing
+    /// served changed.
+    fn commit(
+        &self,
+        table: &mut ZoneTable,
+        spec: &ZoneSpec,
+        unsigned: Arc<Zone>,
+        cause: Cause,
+        now: u64,
+    ) -> Result<Option<u32>, ChangeError> {
+        let old = table
+            .entries
+            .get(&spec.origin)
+            .cloned()
+            .unwrap_or_else(ZoneEntry::empty);
+        let served_serial = match (&old.served, &self.journal) {
+            (None, Some(j)) => j.served_serial(&spec.origin),
+            _ => None,
+        };
+        let previous = Previous {
+            served: old.served.as_ref(),
+            unsigned: old.unsigned.as_ref(),
+            signed: old.signed.as_ref(),
+            served_serial,
+        };
+        let version = match next_version(
+            spec,
+            unsigned,
+            previous,
+            &cause,
+            now,
+            signing_threads(),
+        ) {
+            Ok(NextVersion::New(v)) => v,
+            Ok(NextVersion::Unchanged { next_resign }) => {
+                if let Some(s) = table
+                    .entries
+                    .get_mut(&spec.origin)
+                    .and_then(|e| e.signed.as_mut())
+                {
+                    s.state.next_resign = next_resign;
+                }
+                return Ok(None);
+            }
+            Err(problems) => return Err(ChangeError::Rejected(problems.join("; "))),
+        };
+        if let Some(j) = &self.journal {
+            j.record(spec, &old.unsigned, &version, &cause, old.file_serial)
+                .map_err(ChangeError::Storage)?;
+        }
+        let dirty = matches!(
+            cause,
+            Cause::Update(_) | Cause::TransferFull | Cause::TransferIncremental(_)
+        ) || old.dirty_since.is_some()
+            || (matches!(cause, Cause::Restore)
+                && old.file_serial.is_some()
+                && old.file_serial != version::serial_of(&version.unsigned));
+        let entry = ZoneEntry {
+            served: Some(Arc::clone(&version.served)),
+            unsigned: Some(Arc::clone(&version.unsigned)),
+            signed: version.signed,
+            loaded_at: SystemTime::now(),
+            modified: old.modified,
+            file_serial: old.file_serial,
+            dirty_since: if dirty && spec.path.is_some() {
+                old.dirty_since.or_else(|| Some(Instant::now()))
+            } else {
+                None
+            },
+        };
+        let changed = old
+            .served
+            .as_ref()
+            .and_then(|z| version::serial_of(z))
+            != Some(version.serial);
+        table.entries.insert(spec.origin.clone(), entry);
+        Ok(changed.then_some(version.serial))
+    }
+
+    /// The unsigned content of a zone (what dynamic updates edit).
+    pub fn unsigned(&self, origin: &Name) -> Option<Arc<Zone>> {
+        self.lock().entries.get(origin)?.unsigned.clone()
+    }
+
+    /// The configuration of a zone (also a catalog member's).
+    pub fn spec(&self, origin: &Name) -> Option<ZoneSpec> {
+        self.lock().spec(origin).cloned()
+    }
+
+    /// Every zone's configuration, catalog members included.
+    pub fn specs(&self) -> Vec<ZoneSpec> {
+        self.lock().all_specs()
+    }
+
+    /// Applies a dynamic update's diff of the unsigned content, durably,
+    /// then serves the result. The new served serial is returned.
+    pub fn apply_update(&self, origin: &Name, diff: ZoneDiff) -> Result<u32, ChangeError> {
+        let mut table = self.lock();
+        let spec = table.spec(origin).cloned().ok_or(ChangeError::UnknownZone)?;
+        let base = table
+            .entries
+            .get(origin)
+            .and_then(|e| e.unsigned.clone())
+            .ok_or(ChangeError::NoCopy)?;
+        let records = apply_diff(base.records().collect(), &diff)
+            .map_err(|e| ChangeError::Rejected(e.to_string()))?;
+        let zone = version::build_lenient(origin, records).map_err(|p| ChangeError::Rejected(p.join("; ")))?;
+        let serial = self.commit(&mut table, &spec, Arc::new(zone), Cause::Update(diff), unix_now())?;
+        self.publish(&table);
+        drop(table);
+        let serial = serial.unwrap_or_default();
+        self.emit(ZoneEvent::Changed {
+            origin: origin.clone(),
+            serial,
+        });
+        Ok(serial)
+    }
+
+    /// Installs what a primary sent for a secondary zone. Incremental
+    /// changes must start at the copy held; the caller falls back to a full
+    /// transfer when they do not apply.
+    pub fn apply_transfer(&self, origin: &Name, incoming: Incoming) -> Result<u32, ChangeError> {
+        let mut table = self.lock();
+        let spec = table.spec(origin).cloned().ok_or(ChangeError::UnknownZone)?;
+        let (zone, cause) = match incoming {
+            Incoming::Full(records) => (
+                version::build_lenient(origin, records)
+                    .map_err(|p| ChangeError::Rejected(p.join("; ")))?,
+                Cause::TransferFull,
+            ),
+            Incoming::Incremental(diffs) => {
+                let base = table
+                    .entries
+                    .get(origin)
+                    .and_then(|e| e.unsigned.clone())
+                    .ok_or(ChangeError::NoCopy)?;
+                let mut records: Vec<Record> = base.records().collect();
+                for d in &diffs {
+                    records =
+                        apply_diff(records, d).map_err(|e| ChangeError::Rejected(e.to_string()))?;
+                }
+                (
+                    version::build_lenient(origin, records)
+                        .map_err(|p| ChangeError::Rejected(p.join("; ")))?,
+                    Cause::TransferIncremental(diffs),
+                )
+            }
+        };
+        let serial = version::serial_of(&zone).unwrap_or_default();
+        self.commit(&mut table, &spec, Arc::new(zone), cause, unix_now())?;
+        self.publish(&table);
+        drop(table);
+        let served = self
+            .current()
+            .get(origin)
+            .and_then(|z| version::serial_of(z))
+            .unwrap_or(serial);
+        self.emit(ZoneEvent::Changed {
+            origin: origin.clone(),
+            serial: served,
+        });
+        Ok(serial)
+    }
+
+    /// Stops serving a secondary zone whose copy expired; the copy is kept
+    /// so the next transfer can be incremental.
+    pub fn expire(&self, origin: &Name) {
+        let mut table = self.lock();
+        if let Some(e) = table.entries.get_mut(origin) {
+            if e.served.take().is_some() {
+                tracing::warn!(zone = %origin, "zone expired: no primary answered before the SOA expire time; not served until a transfer succeeds");
+                self.publish(&table);
+            }
+        }
+    }
+
+    /// The serial of the copy a secondary holds (served or expired), for
+    /// its SOA and IXFR queries.
+    pub fn held_soa(&self, origin: &Name) -> Option<Record> {
+        let table = self.lock();
+        let z = table.entries.get(origin)?.unsigned.clone()?;
+        bulwark_zone::diff::soa_record(&z)
+    }
+
+    /// The served zone's differences from `serial` to now, for IXFR.
+    pub fn journal_since(&self, origin: &Name, serial: u32) -> Option<Vec<ZoneDiff>> {
+        self.journal.as_ref()?.served_diffs_since(origin, serial)
+    }
+
+    pub fn timers(&self, origin: &Name) -> Option<ZoneTimers> {
+        self.journal.as_ref()?.timers(origin)
+    }
+
+    pub fn set_timers(&self, origin: &Name, timers: &ZoneTimers) {
+        if let Some(j) = &self.journal {
+            if let Err(e) = j.set_timers(origin, timers) {
+                tracing::error!(zone = %origin, error = %e, "cannot store the zone's timers");
+            }
+        }
+    }
+
+    /// Each signed zone with the expiry of its earliest signature.
+    pub fn signature_expiries(&self) -> Vec<(Name, u64)> {
+        let table = self.lock();
+        let mut v: Vec<(Name, u64)> = table
+            .entries
+            .iter()
+            .filter(|(_, e)| e.served.is_some())
+            .filter_map(|(apex, e)| Some((apex.clone(), e.signed.as_ref()?.state.expires)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// When the earliest signed zone wants its next signing pass.
+    pub fn next_resign(&self) -> Option<u64> {
+        let table = self.lock();
+        table
+            .entries
+            .values()
+            .filter_map(|e| e.signed.as_ref().map(|c| c.state.next_resign))
+            .min()
+    }
+
+    /// Re-signs every signed zone whose pass is due at `now` from its
+    /// unsigned content; a zone that fails keeps the copy it has.
+    pub fn resign_due(&self, now: u64) -> usize {
+        let mut table = self.lock();
+        let due: Vec<(ZoneSpec, Arc<Zone>)> = table
+            .all_specs()
+            .into_iter()
+            .filter_map(|spec| {
+                let e = table.entries.get(&spec.origin)?;
+                let signed = e.signed.as_ref()?;
+                let unsigned = e.unsigned.clone()?;
+                (signed.state.next_resign <= now).then_some((spec, unsigned))
+            })
+            .collect();
+        let mut resigned: usize = 0;
+        let mut changed = Vec::new();
+        for (spec, unsigned) in due {
+            match self.commit(&mut table, &spec, unsigned, Cause::Resign, now) {
+                Ok(serial) => {
+                    resigned = resigned.saturating_add(1);
+                    if let Some(s) = serial {
+                        changed.push((spec.origin.clone(), s));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(zone = %spec.origin, "re-signing: {e}");
+                    // Try again in a minute rather than spin.
+                    if let Some(s) = table
+                        .entries
+                        .get_mut(&spec.origin)
+                        .and_then(|e| e.signed.as_mut())
+                    {
+                        s.state.next_resign = now.saturating_add(60);
+                    }
+                }
+            }
+        }
+        if resigned > 0 {
+            self.publish(&table);
+        }
+        drop(table);
+        for (origin, serial) in changed {
+            self.emit(ZoneEvent::Changed { origin, serial });
+        }
+        resigned
+    }
+
+    /// A signing pass for one zone now. `Ok(None)` when bulwark does not
+    /// sign it; the problems when the pass failed (the old copy stays).
+    pub fn resign_now(&self, origin: &Name) -> Result<Option<()>, Vec<String>> {
+        let mut table = self.lock();
+        let Some(spec) = table.spec(origin).cloned() else {
+            return Ok(None);
+        };
+        if spec.signing.is_none() {
+            return Ok(None);
+        }
+        let Some(unsigned) = table.entries.get(origin).and_then(|e| e.unsigned.clone()) else {
+            return Ok(None);
+        };
+        let serial = self
+            .commit(&mut table, &spec, unsigned, Cause::Resign, unix_now())
+            .map_err(|e| vec![e.to_string()])?;
+        self.publish(&table);
+        drop(table);
+        if let Some(serial) = serial {
+            self.emit(ZoneEvent::Changed {
+                origin: origin.clone(),
+                serial,
+            });
+        }
+        Ok(Some(()))
+    }
+
+    /// Every configured zone, sorted by origin.
+    pub fn infos(&self) -> Vec<ZoneInfo> {
+        let table = self.lock();
+        let mut v: Vec<ZoneInfo> = table
+            .all_specs()
+            .iter()
+            .map(|spec| {
+                let entry = table.entries.get(&spec.origin);
+                ZoneInfo {
+                    origin: spec.origin.clone(),
+                    file: spec.file_label(),
+                    role: role_name(spec),
+                    served: entry.and_then(|e| {
+                        let z = e.served.as_ref()?;
+                        Some(ServedCopy {
+                            serial: soa_serial(z),
+                            names: z.node_count(),
+                            loaded_at: e.loaded_at,
+                            file_modified: e.modified,
+                            signed: e.signed.as_ref().map(|c| c.state.clone()),
+                        })
+                    }),
+                    timers: spec
+                        .replication
+                        .is_secondary()
+                        .then(|| self.timers(&spec.origin))
+                        .flatten(),
+                }
+            })
+            .collect();
+        v.sort_by(|a, b| a.origin.cmp(&b.origin));
+        v
+    }
+
+    /// One configured zone, or `None` when it is not configured.
+    pub fn info(&self, origin: &Name) -> Option<ZoneInfo> {
+        self.infos().into_iter().find(|i| &i.origin == origin)
+    }
+
+    /// Origin, serial and size of each served zone, sorted by origin.
+    pub fn summaries(&self) -> Vec<(Name, Option<u32>, usize)> {
+        let set = self.current();
+        let mut v: Vec<_> = set
+            .zones()
+            .map(|z| (z.apex().clone(), soa_serial(z), z.node_count()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Zones whose unsigned content has changes their file lacks, for
+    /// longer than their `zonefile_sync` delay at `now`.
+    pub fn files_due(&self, now: Instant) -> Vec<Name> {
+        let table = self.lock();
+        table
+            .all_specs()
+            .iter()
+            .filter_map(|spec| {
+                let delay = spec.replication.zonefile_sync?;
+                let since = table.entries.get(&spec.origin)?.dirty_since?;
+                (now.saturating_duration_since(since) >= delay).then(|| spec.origin.clone())
+            })
+            .collect()
+    }
+
+    /// When the next file write is due, if any is pending.
+    pub fn next_file_due(&self) -> Option<Instant> {
+        let table = self.lock();
+        table
+            .all_specs()
+            .iter()
+            .filter_map(|spec| {
+                let delay = spec.replication.zonefile_sync?;
+                let since = table.entries.get(&spec.origin)?.dirty_since?;
+                since.checked_add(delay)
+            })
+            .min()
+    }
+
+    /// Writes the unsigned content of `origin` to its file (atomically:
+    /// beside it, then renamed over it), and lets the journal forget what
+    /// the file now holds.
+    pub fn write_file(&self, origin: &Name) -> Result<Option<PathBuf>, String> {
+        let (path, zone) = {
+            let table = self.lock();
+            let Some(spec) = table.spec(origin) else {
+                return Ok(None);
+            };
+            let Some(path) = spec.path.clone() else {
+                return Ok(None);
+            };
+            let Some(zone) = table.entries.get(origin).and_then(|e| e.unsigned.clone()) else {
+                return Ok(None);
+            };
+            (path, zone)
+        };
+        // Printed outside the lock: answering and other zones' changes go on.
+        load::write_zone_file(&path, &zone)?;
+        let serial = soa_serial(&zone);
+        let mut table = self.lock();
+        if let Some(e) = table.entries.get_mut(origin) {
+            // Another change may have come in meanwhile: stay dirty then.
+            let same = e
+                .unsigned
+                .as_ref()
+                .is_some_and(|u| Arc::ptr_eq(u, &zone));
+            e.file_serial = serial;
+            e.modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            if same {
+                e.dirty_since = None;
+            }
+        }
+        drop(table);
+        if let (Some(j), Some(spec), Some(serial)) = (&self.journal, self.spec(origin), serial) {
+            j.file_written(&spec, serial);
+        }
+        tracing::info!(zone = %origin, file = %path.display(), serial, "zone file written");
+        Ok(Some(path))
+    }
+
+    /// Replaces the member zones of the consumed catalog `catalog` with
+    /// `members` (their specs made from its template): zones no longer
+    /// listed stop being served and their stored copies are removed.
+    pub fn set_catalog_members(&self, catalog: &Name, members: Vec<ZoneSpec>, reset: &[Name]) {
+        let mut table = self.lock();
+        let configured: Vec<Name> = table.specs.iter().map(|s| s.origin.clone()).collect();
+        let wanted: HashMap<Name, ZoneSpec> = members
+            .into_iter()
+            .filter(|m| {
+                let clash = configured.contains(&m.origin);
+                if clash {
+                    tracing::warn!(catalog = %catalog, zone = %m.origin, "catalog member is also configured as a zone; the configuration wins");
+                }
+                !clash
+            })
+            .map(|m| (m.origin.clone(), m))
+            .collect();
+        let gone: Vec<Name> = table
+            .members
+            .iter()
+            .filter(|(origin, spec)| {
+                catalog::member_of(spec) == Some(catalog) && !wanted.contains_key(*origin)
+            })
+            .map(|(o, _)| o.clone())
+            .collect();
+        let mut changed = false;
+        for origin in gone.iter().chain(reset.iter()) {
+            table.members.remove(origin);
+            if table.entries.remove(origin).is_some() {
+                changed = true;
+            }
+            if let Some(j) = &self.journal {
+                j.remove_zone(origin);
+            }
+            tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone removed");
+        }
+        for (origin, spec) in wanted {
+            if !table.members.contains_key(&origin) {
+                tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone added");
+                table.members.insert(origin.clone(), spec.clone());
+                let _ = self.load_one(&mut table, &spec, unix_now());
+                changed = true;
+            }
+            table.members.insert(origin, spec);
+        }
+        if changed {
+            self.publish(&table);
+        }
+        drop(table);
+        if changed {
+            self.emit(ZoneEvent::ListChanged);
+        }
+    }
+}
+
+fn role_name(spec: &ZoneSpec) -> &'static str {
+    match (&spec.replication.catalog, spec.replication.is_secondary()) {
+        (CatalogRole::Generate, _) => "catalog (generated)",
+        (CatalogRole::Consume { .. }, _) => "catalog (consumed)",
+        (_, true) => "secondary",
+        (_, false) => "primary",
+    }
+}
+
+/// The serial from the apex SOA's rdata: after MNAME and RNAME (RFC 1035 §3.3.13).
+pub fn soa_serial(zone: &Zone) -> Option<u32> {
+    let rdata = zone.soa()?.rdatas().next()?;
+    let mut r = Reader::new(rdata);
+    Name::read_uncompressed(&mut r).ok()?;
+    Name::read_uncompressed(&mut r).ok()?;
+    r.read_u32().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn a_zone_that_never_loaded_is_reported_failed_not_kept() {
+        let zones = Zones::new(None);
+        let spec = ZoneSpec::from_file(
+            "nowhere.test.".parse().unwrap(),
+            PathBuf::from("/nonexistent/bulwark/zone"),
+        );
+        let report = zones.load(&[spec]);
+        assert!(!report.all_loaded());
+        assert!(matches!(report.outcomes[0], ZoneOutcome::Failed { .. }));
+        assert!(report.lines()[0].starts_with("failed nowhere.test.: not served"));
+        assert!(zones.current().is_empty());
+    }
+}
