@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict, ServerCookies};
-use bulwark_net::QueryHandler;
+use bulwark_net::{Deferred, QueryHandler};
 use bulwark_proto::message::write_error_response;
 use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
@@ -42,6 +42,8 @@ pub struct Shared {
     pub dnstap: Option<Arc<TapSource>>,
     /// `[log] queries`.
     pub query_log: bool,
+    /// Signed queries, NOTIFY, transfers and updates.
+    pub replication: crate::replication::serve::ReplicationShared,
 }
 
 /// The ACL each listener applies before parsing.
@@ -78,6 +80,9 @@ pub struct ServerHandler {
     stats: WorkerRecorder,
     tap: QueryTap,
     query_log: QueryLog,
+    replication: crate::replication::serve::ReplicationShared,
+    /// A response to be finished later, taken by the transport.
+    deferred: Option<Deferred>,
 }
 
 impl ServerHandler {
@@ -94,6 +99,8 @@ impl ServerHandler {
             stats: shared.stats.recorder(transport),
             tap: QueryTap::new(shared.dnstap.as_ref(), transport),
             query_log: QueryLog::new(shared.query_log, transport),
+            replication: shared.replication.clone(),
+            deferred: None,
         }
     }
 }
@@ -125,6 +132,10 @@ impl QueryHandler for ServerHandler {
 
     fn end_of_batch(&mut self) {
         self.tap.flush();
+    }
+
+    fn take_deferred(&mut self) -> Option<Deferred> {
+        self.deferred.take()
     }
 }
 
@@ -183,6 +194,27 @@ impl ServerHandler {
             AnswerOutcome::Respond { .. } => {}
             AnswerOutcome::Denied => return Fate::Dropped(DropReason::Acl),
             AnswerOutcome::Drop => return Fate::Dropped(DropReason::Unanswerable),
+            AnswerOutcome::Divert(divert) => {
+                use crate::replication::serve::{handle, Diverted};
+                return match handle(
+                    &self.replication,
+                    &mut self.answerer,
+                    zones,
+                    &request,
+                    divert,
+                    query,
+                    out,
+                ) {
+                    // Replication answers are few and come from known
+                    // peers or signed clients: not rate-limited.
+                    Diverted::Respond => Fate::Answered,
+                    Diverted::Drop => Fate::Dropped(DropReason::Unanswerable),
+                    Diverted::Later(job) => {
+                        self.deferred = Some(job);
+                        Fate::Deferred
+                    }
+                };
+            }
         }
         // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
         // the response cannot be a reflection and is not limited.

@@ -30,6 +30,7 @@ mod parent_ds;
 mod policy;
 mod privileges;
 mod query_log;
+mod replication;
 mod server;
 mod service;
 mod sign_cli;

@@ -68,7 +68,9 @@ pub struct App {
     pub(crate) source: ZoneSource,
     /// The addresses asked for at start, to notice a reload that changes them.
     pub(crate) listen: Vec<SocketAddr>,
-    pub(crate) zones: Zones,
+    pub(crate) zones: Arc<Zones>,
+    /// The TSIG keys signed requests are checked against; swapped on reload.
+    pub(crate) keyring: Arc<ArcSwap<bulwark_xfr::tsig::KeyRing>>,
     pub(crate) shutdown: Shutdown,
     pub(crate) udp: Mutex<Option<UdpWorkers>>,
     pub(crate) tcp_stats: Arc<TcpStats>,
@@ -111,6 +113,7 @@ impl App {
                         tracing::warn!("listen addresses changed in the configuration; they take effect on restart");
                     }
                     self.zone_acls.store(Arc::new(s.zone_acls));
+                    self.keyring.store(Arc::clone(&s.keyring));
                     s.zones
                 }
                 Err(e) => {
@@ -258,10 +261,24 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut sigint = signal(SignalKind::interrupt()).context("SIGINT handler")?;
 
     let shutdown = Shutdown::new()?;
+    let store = match &settings.storage {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            let store = bulwark_store::Store::open(path)
+                .with_context(|| format!("cannot open the storage {}", path.display()))?;
+            tracing::info!(file = %path.display(), "storage opened");
+            Some(Arc::new(store))
+        }
+        None => None,
+    };
     let app = Arc::new(App {
         source,
         listen: settings.listen.clone(),
-        zones: Zones::new(),
+        zones: Arc::new(Zones::new(store)),
+        keyring: Arc::new(ArcSwap::new(Arc::clone(&settings.keyring))),
         shutdown: shutdown.clone(),
         udp: Mutex::new(None),
         tcp_stats: Arc::new(TcpStats::default()),
@@ -283,6 +300,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         threads: settings.threads,
         bound: Mutex::new(Vec::new()),
     });
+    // Subscribed before the first load, so the load's events reach it.
+    let replication = crate::replication::Replication::start(&app.zones, &shutdown);
     let report = app.zones.load(&initial_specs);
     tracing::info!(
         zones = app.zones.current().len(),
@@ -343,6 +362,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         stats: Arc::clone(&app.stats),
         dnstap: app.dnstap.clone(),
         query_log: settings.query_log,
+        replication: crate::replication::serve::ReplicationShared {
+            zones: Arc::clone(&app.zones),
+            keyring: Arc::clone(&app.keyring),
+            secondaries: Arc::clone(&replication.secondaries),
+            runtime: runtime.handle().clone(),
+        },
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     let workers = udp.spawn(
@@ -437,6 +462,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // Changes not yet in their zone files are in the journal too; writing
+    // them now spares the next start replaying them.
+    crate::replication::flush_files(&app.zones);
     if let Some(tap) = &app.dnstap {
         tap.stop();
     }

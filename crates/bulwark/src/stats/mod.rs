@@ -95,11 +95,14 @@ pub enum Fate {
     /// Rate limiting let the response out truncated (TC) instead of dropping it.
     Slipped,
     Dropped(DropReason),
+    /// The response comes later (a zone transfer, a dynamic update): nothing
+    /// is sent now.
+    Deferred,
 }
 
 impl Fate {
     pub fn sent(self) -> bool {
-        !matches!(self, Fate::Dropped(_))
+        !matches!(self, Fate::Dropped(_) | Fate::Deferred)
     }
 }
 
@@ -390,7 +393,7 @@ impl WorkerRecorder {
                 block.add(slot::SIZE.saturating_add(size_bucket(resp.len())), 1);
                 block.add(slot::SIZE_SUM, len);
             }
-            (_, None) => {}
+            (Fate::Deferred, _) | (_, None) => {}
         }
         if malformed {
             block.add(slot::MALFORMED, 1);

@@ -226,6 +226,8 @@ pub struct Zones {
     table: Mutex<ZoneTable>,
     journal: Option<Journal>,
     events: Mutex<Option<UnboundedSender<ZoneEvent>>>,
+    /// The last valid version of each consumed catalog, to tell what changed.
+    catalogs: Mutex<HashMap<Name, bulwark_xfr::catalog::Catalog>>,
 }
 
 impl Default for Zones {
@@ -249,6 +251,7 @@ impl Zones {
             table: Mutex::new(ZoneTable::default()),
             journal: store.map(Journal::new),
             events: Mutex::new(None),
+            catalogs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -472,9 +475,15 @@ impl Zones {
         self.lock().all_specs()
     }
 
-    /// Applies a dynamic update's diff of the unsigned content, durably,
-    /// then serves the result. The new served serial is returned.
-    pub fn apply_update(&self, origin: &Name, diff: ZoneDiff) -> Result<u32, ChangeError> {
+    /// Runs `edit` on the unsigned content of `origin` under the table's
+    /// lock (so it sees every earlier change), and installs the difference it
+    /// returns, durably, before returning the new served serial. `Ok(Err)`
+    /// is the edit's own refusal; nothing changed then.
+    pub fn edit<E>(
+        &self,
+        origin: &Name,
+        edit: impl FnOnce(&Zone) -> Result<Option<ZoneDiff>, E>,
+    ) -> Result<Result<Option<u32>, E>, ChangeError> {
         let mut table = self.lock();
         let spec = table.spec(origin).cloned().ok_or(ChangeError::UnknownZone)?;
         let base = table
@@ -482,18 +491,25 @@ impl Zones {
             .get(origin)
             .and_then(|e| e.unsigned.clone())
             .ok_or(ChangeError::NoCopy)?;
+        let diff = match edit(&base) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(Ok(None)),
+            Err(e) => return Ok(Err(e)),
+        };
         let records = apply_diff(base.records().collect(), &diff)
             .map_err(|e| ChangeError::Rejected(e.to_string()))?;
-        let zone = version::build_lenient(origin, records).map_err(|p| ChangeError::Rejected(p.join("; ")))?;
+        let zone = version::build_lenient(origin, records)
+            .map_err(|p| ChangeError::Rejected(p.join("; ")))?;
         let serial = self.commit(&mut table, &spec, Arc::new(zone), Cause::Update(diff), unix_now())?;
         self.publish(&table);
         drop(table);
-        let serial = serial.unwrap_or_default();
-        self.emit(ZoneEvent::Changed {
-            origin: origin.clone(),
-            serial,
-        });
-        Ok(serial)
+        if let Some(serial) = serial {
+            self.emit(ZoneEvent::Changed {
+                origin: origin.clone(),
+                serial,
+            });
+        }
+        Ok(Ok(serial))
     }
 
     /// Installs what a primary sent for a secondary zone. Incremental

@@ -1,0 +1,463 @@
+//! The queries answering hands to the server (`bulwark_auth::Divert`):
+//! TSIG-signed queries, NOTIFY received (RFC 1996), zone transfers out
+//! (AXFR, RFC 5936; IXFR, RFC 1995) and dynamic updates (RFC 2136). Each
+//! checks the TSIG first (RFC 8945 §5.2), then the zone's ACL, and signs its
+//! response when the request was signed. Transfers over TCP and updates are
+//! answered later (`bulwark_net::Deferred`): a transfer is many messages
+//! made on a blocking thread, and an update is acknowledged once durable.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bulwark_auth::{AnswerOutcome, Answerer, Divert, Request, Transport};
+use bulwark_net::{Deferred, Responder};
+use bulwark_proto::message::{write_error_response, MessageView};
+use bulwark_proto::{Name, Rcode, Rtype};
+use bulwark_xfr::notify::{read_notify, write_notify_response};
+use bulwark_xfr::transfer_out::{
+    ixfr_client_serial, plan_ixfr, write_ixfr_udp_answer, TransferWriter,
+};
+use bulwark_xfr::tsig::{
+    strip_tsig, verify_request_view, write_tsig_error_response, KeyRing, ResponseSigner,
+    VerifiedRequest,
+};
+use bulwark_xfr::update::{read_update, write_update_response, UpdateOptions, ZoneEdit};
+use bulwark_zone::ZoneSet;
+
+use super::secondary::Secondaries;
+use super::settings::any_allows;
+use crate::signing::unix_now;
+use crate::zones::{ChangeError, Zones};
+
+/// What every handler shares for diverted queries.
+#[derive(Debug, Clone)]
+pub struct ReplicationShared {
+    pub zones: Arc<Zones>,
+    /// Swapped on reload.
+    pub keyring: Arc<arc_swap::ArcSwap<KeyRing>>,
+    pub secondaries: Arc<Secondaries>,
+    pub runtime: tokio::runtime::Handle,
+}
+
+/// What became of a diverted query.
+pub enum Diverted {
+    /// `out` holds the response.
+    Respond,
+    /// Nothing to send.
+    Drop,
+    /// The response comes later, from this job.
+    Later(Deferred),
+}
+
+/// The TSIG state of a request: unsigned, or verified (the signer of the
+/// response).
+struct Signature {
+    verified: Option<VerifiedRequest>,
+}
+
+impl Signature {
+    fn key_name(&self) -> Option<Name> {
+        self.verified.as_ref().map(|v| v.key().name().to_lowercase())
+    }
+
+    /// Signs `out` when the request was signed (RFC 8945 §5.3: the response
+    /// to a signed request is signed, errors included).
+    fn sign(&self, out: &mut Vec<u8>) -> bool {
+        match &self.verified {
+            None => true,
+            Some(v) => ResponseSigner::new(v).sign(out, unix_now()).is_ok(),
+        }
+    }
+}
+
+/// Checks the TSIG of `view`. On a failure the error response is already
+/// in `out` (`Err`).
+fn check_tsig(
+    keyring: &KeyRing,
+    query: &[u8],
+    view: &MessageView<'_>,
+    out: &mut Vec<u8>,
+) -> Result<Signature, Diverted> {
+    let now = unix_now();
+    match verify_request_view(view, keyring, now) {
+        Ok(verified) => Ok(Signature { verified }),
+        Err(failure) => {
+            tracing::info!(error = %failure, "TSIG check failed");
+            out.clear();
+            match write_tsig_error_response(query, &failure, keyring, now, out) {
+                Some(()) => Err(Diverted::Respond),
+                None => Err(Diverted::Drop),
+            }
+        }
+    }
+}
+
+/// An error response (signed when the request was): the question echoed.
+fn refuse(query: &[u8], rcode: Rcode, sig: &Signature, out: &mut Vec<u8>) -> Diverted {
+    out.clear();
+    if write_error_response(query, rcode, out).is_none() {
+        return Diverted::Drop;
+    }
+    set_aa(out, false);
+    if sig.sign(out) {
+        Diverted::Respond
+    } else {
+        Diverted::Drop
+    }
+}
+
+fn set_aa(out: &mut [u8], aa: bool) {
+    if let Some(b) = out.get_mut(2) {
+        if aa {
+            *b |= 0x04;
+        } else {
+            *b &= !0x04;
+        }
+    }
+}
+
+/// Handles one diverted query.
+#[allow(clippy::too_many_arguments)]
+pub fn handle(
+    shared: &ReplicationShared,
+    answerer: &mut Answerer,
+    zones: &ZoneSet,
+    request: &Request<'_>,
+    divert: Divert,
+    query: &[u8],
+    out: &mut Vec<u8>,
+) -> Diverted {
+    let Ok(view) = MessageView::parse(query) else {
+        return refuse(query, Rcode::FORMERR, &Signature { verified: None }, out);
+    };
+    let keyring = shared.keyring.load();
+    let sig = match check_tsig(&keyring, query, &view, out) {
+        Ok(s) => s,
+        Err(d) => return d,
+    };
+    match divert {
+        Divert::Signed => signed_query(answerer, zones, request, query, sig, out),
+        Divert::Notify => notify(shared, &view, request.client, query, sig, out),
+        Divert::Transfer => transfer(shared, zones, &view, request, query, sig, out),
+        Divert::Update => update(shared, &view, request.client, query, sig, out),
+    }
+}
+
+/// A signed standard query: answered as usual, then signed.
+fn signed_query(
+    answerer: &mut Answerer,
+    zones: &ZoneSet,
+    request: &Request<'_>,
+    query: &[u8],
+    sig: Signature,
+    out: &mut Vec<u8>,
+) -> Diverted {
+    let Some(plain) = strip_tsig(query) else {
+        return refuse(query, Rcode::FORMERR, &sig, out);
+    };
+    match answerer.answer_request(zones, request, &plain, out) {
+        AnswerOutcome::Respond { .. } => {}
+        AnswerOutcome::Drop | AnswerOutcome::Denied => return Diverted::Drop,
+        // A TSIG inside what was stripped cannot happen; NOTIFY, UPDATE and
+        // transfers are diverted before TSIG is looked at.
+        AnswerOutcome::Divert(_) => return refuse(query, Rcode::FORMERR, &sig, out),
+    }
+    if let Some(v) = &sig.verified {
+        // RFC 8945 §5.3: the TSIG must fit too; over UDP a response that
+        // would pass the client's size once signed goes out truncated.
+        let room = ResponseSigner::new(v).record_len();
+        if request.transport == Transport::Udp {
+            let limit = udp_limit(query, answerer.config().max_udp_payload);
+            if out.len().saturating_add(room) > limit {
+                crate::slip::truncate_in_place(out);
+            }
+        }
+    }
+    if sig.sign(out) {
+        Diverted::Respond
+    } else {
+        Diverted::Drop
+    }
+}
+
+/// The size a UDP response to `query` may have: the client's EDNS payload,
+/// within ours, at least 512 (RFC 6891 §6.2.5).
+fn udp_limit(query: &[u8], ours: u16) -> usize {
+    let theirs = MessageView::parse(query)
+        .ok()
+        .and_then(|v| v.edns())
+        .map_or(512, |e| e.effective_payload());
+    usize::from(theirs.min(ours).max(512))
+}
+
+/// The served zone whose apex is `name`, exactly (NOTIFY, transfers and
+/// updates name the apex).
+fn zone_at<'z>(zones: &'z ZoneSet, name: &Name) -> Option<&'z Arc<bulwark_zone::Zone>> {
+    zones.get(&name.to_lowercase())
+}
+
+/// RFC 1996 §3.7–3.11: a NOTIFY for a secondary zone from one of its
+/// primaries (or a client its `allow_notify` lets in) is acknowledged and
+/// starts a refresh; any other is NOTAUTH, as Knot answers.
+fn notify(
+    shared: &ReplicationShared,
+    view: &MessageView<'_>,
+    client: IpAddr,
+    query: &[u8],
+    sig: Signature,
+    out: &mut Vec<u8>,
+) -> Diverted {
+    let req = match read_notify(view) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(error = %e, "malformed NOTIFY");
+            return refuse(query, Rcode::FORMERR, &sig, out);
+        }
+    };
+    let key = sig.key_name();
+    let Some(spec) = shared.zones.spec(&req.apex.to_lowercase()) else {
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    };
+    let repl = &spec.replication;
+    let from_primary = repl.primaries.iter().any(|p| {
+        p.addresses.iter().any(|a| a.ip().to_canonical() == client)
+            && p.key
+                .as_ref()
+                .is_none_or(|k| key.as_ref() == Some(&k.name().to_lowercase()))
+    });
+    if !repl.is_secondary() || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref())) {
+        tracing::info!(zone = %req.apex, %client, "NOTIFY refused");
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    }
+    out.clear();
+    if write_notify_response(query, out).is_none() {
+        return Diverted::Drop;
+    }
+    tracing::info!(zone = %req.apex, %client, serial = req.serial, "NOTIFY received");
+    shared.secondaries.poke(&spec.origin);
+    if sig.sign(out) {
+        Diverted::Respond
+    } else {
+        Diverted::Drop
+    }
+}
+
+/// AXFR and IXFR out. Over UDP, AXFR is NOTIMP (RFC 5936 §4.2, as Knot
+/// answers) and IXFR gets the current SOA (RFC 1995 §2: "ask over TCP");
+/// over TCP the transfer streams from a blocking thread.
+fn transfer(
+    shared: &ReplicationShared,
+    zones: &ZoneSet,
+    view: &MessageView<'_>,
+    request: &Request<'_>,
+    query: &[u8],
+    sig: Signature,
+    out: &mut Vec<u8>,
+) -> Diverted {
+    let Some(q) = view.sole_question().cloned() else {
+        return refuse(query, Rcode::FORMERR, &sig, out);
+    };
+    if q.qtype == Rtype::AXFR && request.transport == Transport::Udp {
+        return refuse(query, Rcode::NOTIMP, &sig, out);
+    }
+    let key = sig.key_name();
+    let (Some(zone), Some(spec)) = (
+        zone_at(zones, &q.qname),
+        shared.zones.spec(&q.qname.to_lowercase()),
+    ) else {
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    };
+    if !any_allows(&spec.replication.allow_transfer, request.client, key.as_ref()) {
+        tracing::info!(zone = %q.qname, client = %request.client, kind = %q.qtype, "transfer refused");
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    }
+    let client_serial = if q.qtype == Rtype::IXFR {
+        match ixfr_client_serial(view) {
+            Some(s) => Some(s),
+            // RFC 1995 §3: an IXFR query carries the client's SOA.
+            None => return refuse(query, Rcode::FORMERR, &sig, out),
+        }
+    } else {
+        None
+    };
+    let id = view.header().id;
+    if request.transport == Transport::Udp {
+        out.clear();
+        let limit = udp_limit(query, 1232).saturating_sub(
+            sig.verified
+                .as_ref()
+                .map_or(0, |v| ResponseSigner::new(v).record_len()),
+        );
+        if write_ixfr_udp_answer(zone, id, &q, out, limit, None).is_err() {
+            return refuse(query, Rcode::SERVFAIL, &sig, out);
+        }
+        return if sig.sign(out) {
+            Diverted::Respond
+        } else {
+            Diverted::Drop
+        };
+    }
+    let zone = Arc::clone(zone);
+    let zones_handle = Arc::clone(&shared.zones);
+    let runtime = shared.runtime.clone();
+    let client = request.client;
+    let verified = sig.verified;
+    Diverted::Later(Box::new(move |responder: Responder| {
+        runtime.spawn_blocking(move || {
+            stream_transfer(&zones_handle, &zone, &q, id, client_serial, verified, client, &responder);
+        });
+    }))
+}
+
+/// Writes a transfer's messages to `responder`, each signed in turn.
+#[allow(clippy::too_many_arguments)]
+fn stream_transfer(
+    zones: &Zones,
+    zone: &bulwark_zone::Zone,
+    q: &bulwark_proto::message::Question,
+    id: u16,
+    client_serial: Option<u32>,
+    verified: Option<VerifiedRequest>,
+    client: IpAddr,
+    responder: &Responder,
+) {
+    let started = std::time::Instant::now();
+    let journal;
+    let writer = match client_serial {
+        None => TransferWriter::axfr(zone, id, q),
+        Some(serial) => {
+            journal = zones.journal_since(zone.apex(), serial).unwrap_or_default();
+            let plan = plan_ixfr(serial, zone, &journal);
+            TransferWriter::for_ixfr_plan(zone, &plan, &journal, id, q)
+        }
+    };
+    let mut writer = match writer {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(zone = %zone.apex(), error = %e, "cannot start the transfer");
+            return;
+        }
+    };
+    let mut signer = verified.as_ref().map(ResponseSigner::new);
+    let reserve = signer.as_ref().map_or(0, ResponseSigner::record_len);
+    let mut messages = 0usize;
+    let mut records = 0usize;
+    loop {
+        let mut msg = Vec::new();
+        match writer.next_message(&mut msg, reserve) {
+            None => break,
+            Some(Err(e)) => {
+                // Messages may have gone out already: the connection is the
+                // only way left to say it failed (RFC 5936 §2.2 lets the
+                // client treat an incomplete transfer as failed).
+                tracing::error!(zone = %zone.apex(), error = %e, "transfer failed");
+                return;
+            }
+            Some(Ok(info)) => {
+                records = records.saturating_add(usize::from(info.records));
+            }
+        }
+        if let Some(s) = signer.as_mut() {
+            if let Err(e) = s.sign(&mut msg, unix_now()) {
+                tracing::error!(zone = %zone.apex(), error = %e, "cannot sign a transfer message");
+                return;
+            }
+        }
+        if responder.send_blocking(msg).is_err() {
+            tracing::info!(zone = %zone.apex(), %client, "transfer abandoned: the client went away");
+            return;
+        }
+        messages = messages.saturating_add(1);
+    }
+    tracing::info!(
+        zone = %zone.apex(),
+        %client,
+        kind = %q.qtype,
+        client_serial,
+        serial = zone.serial(),
+        messages,
+        records,
+        seconds = started.elapsed().as_secs_f64(),
+        "transfer sent"
+    );
+}
+
+/// RFC 2136 dynamic update: for a primary zone this server serves, from a
+/// client its `allow_update` ACL (and key) lets in. The response is sent
+/// once the change is durable.
+fn update(
+    shared: &ReplicationShared,
+    view: &MessageView<'_>,
+    client: IpAddr,
+    query: &[u8],
+    sig: Signature,
+    out: &mut Vec<u8>,
+) -> Diverted {
+    let req = match read_update(view) {
+        Ok(r) => r,
+        Err(e) => return refuse(query, e.rcode(), &sig, out),
+    };
+    let key = sig.key_name();
+    // RFC 2136 §3.1.2: not a zone we are authoritative for.
+    let Some(spec) = shared.zones.spec(&req.zone.to_lowercase()) else {
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    };
+    if spec.replication.is_secondary() {
+        // RFC 2136 §3.1.2 lets a secondary forward; bulwark does not, and
+        // says so rather than pretend.
+        return refuse(query, Rcode::NOTAUTH, &sig, out);
+    }
+    // RFC 2136 §3.3: a requestor without permission is REFUSED.
+    if !any_allows(&spec.replication.allow_update, client, key.as_ref()) {
+        tracing::info!(zone = %req.zone, %client, key = ?key, "UPDATE refused by ACL");
+        return refuse(query, Rcode::REFUSED, &sig, out);
+    }
+    if shared.zones.journal().is_none() {
+        tracing::warn!(zone = %req.zone, "UPDATE refused: no storage is configured, so it could not be made durable");
+        return refuse(query, Rcode::REFUSED, &sig, out);
+    }
+    let zones = Arc::clone(&shared.zones);
+    let runtime = shared.runtime.clone();
+    let query = query.to_vec();
+    let origin = spec.origin.clone();
+    let options = UpdateOptions {
+        signed_by_server: spec.signing.is_some(),
+        ..UpdateOptions::default()
+    };
+    let policy = spec.replication.serial_policy;
+    Diverted::Later(Box::new(move |responder: Responder| {
+        runtime.spawn_blocking(move || {
+            let result = zones.edit(&origin, |zone| {
+                let mut edit = ZoneEdit::new(zone);
+                let applied = edit.apply(&req, &options).map_err(|e| e.rcode())?;
+                for i in &applied.ignored {
+                    tracing::info!(zone = %origin, owner = %i.owner, rtype = %i.rtype, "update record ignored: {}", i.reason);
+                }
+                Ok(edit.finish(policy, unix_now()))
+            });
+            let rcode = match result {
+                Ok(Ok(Some(serial))) => {
+                    tracing::info!(zone = %origin, %client, serial, "UPDATE applied");
+                    Rcode::NOERROR
+                }
+                Ok(Ok(None)) => Rcode::NOERROR,
+                Ok(Err(rcode)) => rcode,
+                Err(ChangeError::Storage(e)) => {
+                    tracing::error!(zone = %origin, error = %e, "UPDATE not stored; refused");
+                    Rcode::SERVFAIL
+                }
+                Err(e) => {
+                    tracing::warn!(zone = %origin, error = %e, "UPDATE failed");
+                    Rcode::SERVFAIL
+                }
+            };
+            let mut out = Vec::new();
+            if write_update_response(&query, rcode, &mut out).is_none() {
+                return;
+            }
+            if sig.sign(&mut out) {
+                let _ = responder.send_blocking(out);
+            }
+        });
+    }))
+}
