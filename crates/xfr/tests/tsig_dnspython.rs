@@ -373,7 +373,8 @@ fn badkey_for_unknown_key_and_md5_and_badsig_read_as_dnspython_expects() {
     let Some(py) = python() else { return };
     let alg = TsigAlgorithm::HmacSha256;
     let keys: KeyRing = [key(alg)].into_iter().collect();
-    let cases: [(&str, &str, &str, fn(&mut Vec<u8>), &str); 3] = [
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, &str, &str, Damage, &str); 3] = [
         // A key we do not have.
         (
             "stranger.example.",

@@ -27,8 +27,8 @@ fn key(alg: TsigAlgorithm) -> TsigKey {
     TsigKey::new(name("xfr.example."), alg, (1..=32).collect())
 }
 
-fn ring(keys: &[TsigKey]) -> KeyRing {
-    keys.iter().cloned().collect()
+fn ring(key: &TsigKey) -> KeyRing {
+    [key.clone()].into_iter().collect()
 }
 
 /// A query for `qname`/`qtype` with id `id`, optionally with an OPT record.
@@ -116,9 +116,7 @@ fn every_algorithm_signs_and_verifies_requests() {
         let mut msg = query(7, "example.", Rtype::SOA, true);
         let mac = sign_request(&mut msg, &k, NOW, 300).unwrap();
         assert_eq!(mac.len(), alg.mac_len());
-        let v = verify_request(&msg, &ring(&[k.clone()]), NOW + 10)
-            .unwrap()
-            .unwrap();
+        let v = verify_request(&msg, &ring(&k), NOW + 10).unwrap().unwrap();
         assert_eq!(v.request_mac(), mac.as_slice());
         assert_eq!(v.key().name(), k.name());
         assert_eq!(v.time_signed(), NOW);
@@ -131,7 +129,7 @@ fn every_algorithm_signs_and_verifies_requests() {
 fn unsigned_request_is_not_a_failure() {
     let msg = query(1, "example.", Rtype::A, false);
     assert!(
-        verify_request(&msg, &ring(&[key(TsigAlgorithm::HmacSha256)]), NOW)
+        verify_request(&msg, &ring(&key(TsigAlgorithm::HmacSha256)), NOW)
             .unwrap()
             .is_none()
     );
@@ -141,7 +139,7 @@ fn unsigned_request_is_not_a_failure() {
 #[test]
 fn any_changed_octet_of_a_signed_request_fails() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut msg = query(9, "www.example.", Rtype::AAAA, true);
     sign_request(&mut msg, &k, NOW, 300).unwrap();
     let tsig_at = MessageView::parse(&msg).unwrap().tsig_offset().unwrap();
@@ -179,7 +177,7 @@ fn forwarded_request_with_a_new_id_verifies_by_original_id() {
     sign_request(&mut msg, &k, NOW, 300).unwrap();
     msg[0] = 0x99;
     msg[1] = 0x99;
-    let v = verify_request(&msg, &ring(&[k]), NOW).unwrap().unwrap();
+    let v = verify_request(&msg, &ring(&k), NOW).unwrap().unwrap();
     assert_eq!(v.original_id(), 0x1111);
     let stripped = strip_tsig(&msg).unwrap();
     assert_eq!(&stripped[..2], &[0x11, 0x11]);
@@ -196,7 +194,7 @@ fn key_names_match_in_any_case() {
     sign_request(&mut msg, &signer, NOW, 300).unwrap();
     // RFC 8945 §4.3.3: the key name enters the MAC in canonical (lowercase) form.
     assert!(
-        verify_request(&msg, &ring(&[key(TsigAlgorithm::HmacSha256)]), NOW)
+        verify_request(&msg, &ring(&key(TsigAlgorithm::HmacSha256)), NOW)
             .unwrap()
             .is_some()
     );
@@ -220,7 +218,7 @@ fn unknown_key_and_md5_are_badkey() {
         vec![1; 32],
     );
     sign_request(&mut msg, &other, NOW, 300).unwrap();
-    let keys = ring(&[key(TsigAlgorithm::HmacSha256)]);
+    let keys = ring(&key(TsigAlgorithm::HmacSha256));
     assert!(matches!(
         verify_request(&msg, &keys, NOW),
         Err(TsigFailure::BadKey { .. })
@@ -260,7 +258,7 @@ fn with_algorithm(msg: &[u8], alg: &[u8]) -> Vec<u8> {
 #[test]
 fn time_is_checked_after_the_mac() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut msg = query(5, "example.", Rtype::SOA, false);
     sign_request(&mut msg, &k, NOW, 300).unwrap();
     assert!(verify_request(&msg, &keys, NOW + 300).unwrap().is_some());
@@ -305,26 +303,26 @@ fn mac_size_rules_give_formerr_and_badtrunc() {
 
     // Below max(10, 16): FORMERR (RFC 8945 §5.2.2.1), checked before the MAC.
     assert_eq!(
-        verify_request(&truncated(&msg, 15), &ring(&[k.clone()]), NOW).unwrap_err(),
+        verify_request(&truncated(&msg, 15), &ring(&k), NOW).unwrap_err(),
         TsigFailure::Malformed(MalformedTsig::MacTooShort { len: 15, min: 16 })
     );
     assert!(matches!(
-        verify_request(&truncated(&msg, 0), &ring(&[k.clone()]), NOW),
+        verify_request(&truncated(&msg, 0), &ring(&k), NOW),
         Err(TsigFailure::Malformed(_))
     ));
     // Allowed by the RFC but not by a key that wants full MACs: BADTRUNC,
     // after the time check.
     let half = truncated(&msg, 16);
     assert_eq!(
-        verify_request(&half, &ring(&[k.clone()]), NOW).unwrap_err(),
+        verify_request(&half, &ring(&k), NOW).unwrap_err(),
         TsigFailure::BadTrunc { len: 16, min: 32 }
     );
     assert!(matches!(
-        verify_request(&half, &ring(&[k.clone()]), NOW + 1000),
+        verify_request(&half, &ring(&k), NOW + 1000),
         Err(TsigFailure::BadTime { .. })
     ));
     let lenient = k.clone().with_truncation(16).unwrap();
-    let v = verify_request(&half, &ring(&[lenient]), NOW)
+    let v = verify_request(&half, &ring(&lenient), NOW)
         .unwrap()
         .unwrap();
     // The response covers the truncated request MAC (RFC 8945 §5.2.2.1).
@@ -334,7 +332,7 @@ fn mac_size_rules_give_formerr_and_badtrunc() {
     let at = bad.len() - 7;
     bad[at] ^= 1;
     assert_eq!(
-        verify_request(&bad, &ring(&[k]), NOW).unwrap_err(),
+        verify_request(&bad, &ring(&k), NOW).unwrap_err(),
         TsigFailure::BadSig
     );
 }
@@ -342,7 +340,7 @@ fn mac_size_rules_give_formerr_and_badtrunc() {
 #[test]
 fn malformed_tsig_records_are_formerr() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut msg = query(5, "example.", Rtype::SOA, false);
     sign_request(&mut msg, &k, NOW, 300).unwrap();
     let view = MessageView::parse(&msg).unwrap();
@@ -406,7 +404,7 @@ fn sign_response(request: &[u8], keys: &KeyRing, parts: &[Vec<u8>]) -> Vec<Vec<u
 fn multi_message_response_verifies_for_every_algorithm() {
     for alg in TsigAlgorithm::ALL {
         let k = key(alg);
-        let keys = ring(&[k.clone()]);
+        let keys = ring(&k);
         let mut req = query(77, "example.", Rtype::AXFR, false);
         let mac = sign_request(&mut req, &k, NOW, 300).unwrap();
         let parts: Vec<_> = (1..=5).map(|n| response_part(77, n)).collect();
@@ -424,7 +422,7 @@ fn multi_message_response_verifies_for_every_algorithm() {
 #[test]
 fn reordered_or_altered_messages_fail() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut req = query(77, "example.", Rtype::AXFR, false);
     let mac = sign_request(&mut req, &k, NOW, 300).unwrap();
     let parts: Vec<_> = (1..=3).map(|n| response_part(77, n)).collect();
@@ -453,7 +451,7 @@ fn reordered_or_altered_messages_fail() {
 #[test]
 fn unsigned_messages_between_signed_ones_are_covered() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut req = query(77, "example.", Rtype::AXFR, false);
     let mac = sign_request(&mut req, &k, NOW, 300).unwrap();
     let v = verify_request(&req, &keys, NOW).unwrap().unwrap();
@@ -526,7 +524,7 @@ fn first_message_must_be_signed() {
 #[test]
 fn response_outside_its_fudge_is_badtime_for_the_client() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut req = query(77, "example.", Rtype::SOA, false);
     let mac = sign_request(&mut req, &k, NOW, 300).unwrap();
     let signed = sign_response(&req, &keys, &[response_part(77, 1)]);
@@ -547,7 +545,7 @@ fn response_signed_with_another_key_is_badkey() {
     );
     let mut req = query(77, "example.", Rtype::SOA, false);
     let mac = sign_request(&mut req, &other, NOW, 300).unwrap();
-    let signed = sign_response(&req, &ring(&[other.clone()]), &[response_part(77, 1)]);
+    let signed = sign_response(&req, &ring(&other), &[response_part(77, 1)]);
     let mut v = ResponseVerifier::new(&k, &mac);
     assert!(matches!(
         v.verify(&signed[0], NOW),
@@ -558,7 +556,7 @@ fn response_signed_with_another_key_is_badkey() {
 #[test]
 fn badkey_and_badsig_answers_are_unsigned_and_echo_the_query() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let other = TsigKey::new(
         name("Other.Example."),
         TsigAlgorithm::HmacSha256,
@@ -613,7 +611,7 @@ fn badkey_and_badsig_answers_are_unsigned_and_echo_the_query() {
 #[test]
 fn md5_request_gets_a_badkey_answer_naming_md5() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut msg = query(5, "example.", Rtype::SOA, false);
     sign_request(&mut msg, &k, NOW, 300).unwrap();
     let md5 = b"\x08HMAC-MD5\x07SIG-ALG\x03REG\x03INT\x00";
@@ -630,7 +628,7 @@ fn md5_request_gets_a_badkey_answer_naming_md5() {
 #[test]
 fn badtime_response_is_signed_and_carries_server_time() {
     let k = key(TsigAlgorithm::HmacSha384);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let client_time = NOW - 1000;
     let mut q = query(0x5151, "example.", Rtype::SOA, true);
     let mac = sign_request(&mut q, &k, client_time, 300).unwrap();
@@ -668,7 +666,7 @@ fn badtime_response_is_signed_and_carries_server_time() {
 #[test]
 fn badtime_claimed_for_a_forged_request_is_answered_unsigned() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut q = query(1, "example.", Rtype::SOA, false);
     sign_request(&mut q, &k, NOW, 300).unwrap();
     let at = q.len() - 7;
@@ -688,7 +686,7 @@ fn badtime_claimed_for_a_forged_request_is_answered_unsigned() {
 #[test]
 fn badtrunc_response_is_signed() {
     let k = key(TsigAlgorithm::HmacSha256);
-    let keys = ring(&[k.clone()]);
+    let keys = ring(&k);
     let mut q = query(1, "example.", Rtype::SOA, false);
     sign_request(&mut q, &k, NOW, 300).unwrap();
     let failure = TsigFailure::BadTrunc { len: 16, min: 32 };
