@@ -139,6 +139,11 @@ fn every_row_of_the_prerequisite_table_gives_its_rcode() {
             &["www 0 IN TXT \"hello\"", "mail 0 IN MX 20 mx"],
             Rcode::NXRRSET,
         ),
+        (
+            "two value-dependent RRsets, the later one fails",
+            &["www 0 IN TXT \"nope\"", "mail 0 IN MX 10 mx"],
+            Rcode::NXRRSET,
+        ),
         ("no prerequisites at all", &[], Rcode::NOERROR),
     ]);
 }
