@@ -282,9 +282,9 @@ fn zone_list(infos: &[ZoneInfo]) -> Vec<String> {
                 "{} {} {}",
                 i.origin,
                 serial_text(c.serial),
-                i.file.display()
+                i.file
             ),
-            None => format!("{} - {} (not loaded)", i.origin, i.file.display()),
+            None => format!("{} - {} (not loaded)", i.origin, i.file),
         })
         .collect()
 }
@@ -338,7 +338,7 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
     match &info.served {
         Some(c) => {
             lines.push(format!("serial: {}", serial_text(c.serial)));
-            lines.push(format!("file: {}", info.file.display()));
+            lines.push(format!("file: {}", info.file));
             lines.push("loaded from: file".to_string());
             lines.push(format!("loaded at: {}", rfc3339(c.loaded_at)));
             lines.push(format!(
@@ -349,7 +349,7 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
         }
         None => {
             lines.push("serial: -".to_string());
-            lines.push(format!("file: {}", info.file.display()));
+            lines.push(format!("file: {}", info.file));
             lines.push("loaded from: - (not loaded: the file failed)".to_string());
         }
     }

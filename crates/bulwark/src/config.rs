@@ -186,7 +186,7 @@ impl ZoneSection {
 }
 
 /// A zone to serve.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ZoneSpec {
     pub origin: Name,
     /// The master file; `None` for a secondary kept only in the store, or a
@@ -869,7 +869,7 @@ fn check_zone_role(
     problems: &mut Vec<String>,
 ) {
     use crate::replication::settings::CatalogRole;
-    let generated = replication.catalog == CatalogRole::Generate;
+    let generated = replication.generates_catalog();
     let secondary = replication.is_secondary();
     let at = z.origin.span();
     if generated && secondary {
@@ -909,7 +909,7 @@ fn check_zone_role(
 fn build_templates(
     sections: &BTreeMap<String, crate::replication::settings::TemplateSection>,
     registry: &crate::replication::settings::Registry,
-    policies: &HashMap<String, Arc<crate::policy::DnssecPolicy>>,
+    policies: &BTreeMap<String, Arc<crate::policy::DnssecPolicy>>,
     key_directory: &Path,
     pkcs11: Option<&Arc<crate::keystore::Pkcs11Settings>>,
     base_dir: &Path,

@@ -47,11 +47,10 @@ impl DemoZone {
     }
 
     pub fn spec(&self) -> Option<ZoneSpec> {
-        Some(ZoneSpec {
-            origin: parse_origin(DEMO_ORIGIN).ok()?,
-            path: self.path.clone(),
-            signing: None,
-        })
+        Some(ZoneSpec::from_file(
+            parse_origin(DEMO_ORIGIN).ok()?,
+            self.path.clone(),
+        ))
     }
 }
 

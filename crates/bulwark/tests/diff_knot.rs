@@ -64,11 +64,11 @@ const DELIBERATE_DIFFERENCES: &[Deliberate] = &[
                  the query into the response; knotd 3.2 leaves it clear (seen with these unsigned zones)",
     },
     Deliberate {
-        applies: |q| q.opcode == OPCODE_NOTIFY || q.opcode == OPCODE_UPDATE,
+        applies: |q| q.opcode == OPCODE_UPDATE && q.qtype == RecordType::SOA,
         field: Field::Rcode,
-        reason: "bulwark does not implement NOTIFY (RFC 1996) or UPDATE (RFC 2136) yet, so \
-                 it answers NOTIMP (RFC 1035 §4.1.1: the kind of query is not supported); \
-                 knotd implements both and refuses them by ACL with NOTAUTH or FORMERR",
+        reason: "an UPDATE for a zone served here that no allow_update ACL admits is REFUSED, \
+                 as RFC 2136 §3.3 says (\"the requestor does not have permission\") and BIND \
+                 answers; knotd answers NOTAUTH",
     },
 ];
 

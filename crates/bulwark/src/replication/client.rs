@@ -39,7 +39,7 @@ pub fn random_id() -> u16 {
 }
 
 fn getrandom_fill(buf: &mut [u8]) -> std::io::Result<()> {
-    let bytes = crate::cookie_secrets::random_bytes()?;
+    let bytes: [u8; 8] = crate::cookie_secrets::random_bytes()?;
     for (d, s) in buf.iter_mut().zip(bytes.iter().cycle()) {
         *d = *s;
     }
@@ -74,7 +74,7 @@ impl Request {
     /// The checker for this request's response messages, when it was signed.
     pub fn verifier(&self) -> Option<ResponseVerifier> {
         match (&self.key, &self.mac) {
-            (Some(k), Some(m)) => Some(ResponseVerifier::new(k.clone(), m.clone())),
+            (Some(k), Some(m)) => Some(ResponseVerifier::new(k, m)),
             _ => None,
         }
     }

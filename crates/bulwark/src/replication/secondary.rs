@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use bulwark_proto::rdata::Soa;
 use bulwark_proto::{Name, Rdata, Record, Rtype};
-use bulwark_store::ZoneTimers;
 use bulwark_xfr::serial::serial_gt;
 use bulwark_xfr::transfer_in::{
     build_soa_query, build_transfer_query, read_soa_response, Progress, TransferLimits,

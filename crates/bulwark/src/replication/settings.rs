@@ -68,7 +68,7 @@ pub struct RemoteSection {
 }
 
 /// A remote server, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Remote {
     pub name: String,
     pub addresses: Vec<SocketAddr>,
@@ -78,7 +78,7 @@ pub struct Remote {
 
 /// An ACL for replication: clients by network, and when `keys` is not empty,
 /// requests signed with one of them (RFC 8945) only.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct KeyedAcl {
     pub name: String,
     pub networks: Arc<Acl>,
@@ -102,7 +102,7 @@ pub fn any_allows(acls: &[Arc<KeyedAcl>], client: IpAddr, key: Option<&Name>) ->
 }
 
 /// What a zone's catalog setting makes it (RFC 9432).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub enum CatalogRole {
     #[default]
     None,
@@ -119,7 +119,7 @@ pub enum CatalogRole {
 }
 
 /// What a zone does beside answering: where it comes from, who gets it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ZoneReplication {
     /// Set for a secondary zone: the primaries, tried in order.
     pub primaries: Vec<Arc<Remote>>,
@@ -160,6 +160,11 @@ impl ZoneReplication {
     pub fn is_secondary(&self) -> bool {
         !self.primaries.is_empty()
     }
+
+    /// A catalog zone bulwark writes (`catalog_role = "generate"`).
+    pub fn generates_catalog(&self) -> bool {
+        matches!(self.catalog, CatalogRole::Generate)
+    }
 }
 
 /// The replication fields of a `[[zone]]` (or `[template.NAME]`), as written
@@ -195,7 +200,7 @@ pub struct TemplateSection {
 }
 
 /// A validated template: what every member zone of a consumed catalog gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ZoneTemplate {
     pub name: String,
     /// With `{zone}` still in it.
@@ -237,7 +242,7 @@ pub struct Registry {
 impl Registry {
     /// Every key, for checking signed requests.
     pub fn keyring(&self) -> KeyRing {
-        KeyRing::new(self.keys.values().map(|k| (**k).clone()).collect())
+        self.keys.values().map(|k| (**k).clone()).collect()
     }
 }
 
@@ -388,7 +393,7 @@ fn build_key(
         ));
         return None;
     };
-    let Some(alg) = TsigAlgorithm::from_config_name(algorithm.get_ref()) else {
+    let Ok(alg) = TsigAlgorithm::from_config_name(algorithm.get_ref()) else {
         problems.push(loc.at(
             algorithm.span(),
             format!(

@@ -58,8 +58,8 @@ impl Zones {
             .and_then(|z| serial_of(z))
             .or_else(|| self.journal.as_ref()?.served_serial(&spec.origin));
         let soa = Soa {
-            mname: Name::root_invalid(),
-            rname: Name::root_invalid(),
+            mname: "invalid.".parse::<Name>().unwrap_or_else(|_| Name::root()),
+            rname: "invalid.".parse::<Name>().unwrap_or_else(|_| Name::root()),
             serial: last_serial.unwrap_or(1),
             refresh: CATALOG_SOA_REFRESH,
             retry: CATALOG_SOA_RETRY,

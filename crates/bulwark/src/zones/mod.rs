@@ -316,9 +316,9 @@ impl Zones {
         // Generated catalogs last: they list the zones loaded before them.
         let (catalogs, others): (Vec<&ZoneSpec>, Vec<&ZoneSpec>) = specs
             .iter()
-            .partition(|s| s.replication.catalog == CatalogRole::Generate);
+            .partition(|s| s.replication.generates_catalog());
         for spec in others.into_iter().chain(catalogs) {
-            let (outcome, serial) = if spec.replication.catalog == CatalogRole::Generate {
+            let (outcome, serial) = if spec.replication.generates_catalog() {
                 self.generate_catalog(&mut table, spec, now)
             } else {
                 self.load_one(&mut table, spec, now)
@@ -364,7 +364,7 @@ impl Zones {
             .cloned()
             .ok_or(ZoneReloadError::NotConfigured)?;
         let now = unix_now();
-        let (outcome, serial) = if spec.replication.catalog == CatalogRole::Generate {
+        let (outcome, serial) = if spec.replication.generates_catalog() {
             self.generate_catalog(&mut table, &spec, now)
         } else {
             self.load_one(&mut table, &spec, now)
