@@ -226,7 +226,8 @@ impl Store {
         let txn = self.read(&cx)?;
         let heads = txn.open_table(JOURNAL_HEADS).map_err(|e| cx.db(e))?;
         let journal = journal_key(&zone_key(zone), kind);
-        let Some(head) = cx.head(&heads, &journal)? else {
+        // A journal that was only given a limit holds nothing yet.
+        let Some(head) = cx.head(&heads, &journal)?.filter(|h| h.end.is_some()) else {
             return Ok(None);
         };
         let snapshot = match &head.snapshot {

@@ -152,3 +152,62 @@ fn a_store_of_a_newer_layout_is_refused() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_store_is_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Store>();
+    let (_dir, store) = temp_store();
+    let zone = name("example.");
+    std::thread::scope(|s| {
+        for t in 0..2u32 {
+            let store = &store;
+            let zone = name(&format!("z{t}.example."));
+            s.spawn(move || {
+                store
+                    .commit(
+                        &zone,
+                        Commit::new().append(JournalKind::Served, chain(&zone, 1, 20)),
+                    )
+                    .unwrap();
+            });
+        }
+    });
+    assert_eq!(store.zones().unwrap().len(), 2);
+    assert_eq!(store.load(&zone, JournalKind::Served).unwrap(), None);
+}
+
+#[test]
+fn an_empty_change_leaves_nothing_behind() {
+    let (_dir, store) = temp_store();
+    let zone = name("example.");
+    store
+        .commit(
+            &zone,
+            Commit::new().journal(JournalKind::Served, Default::default()),
+        )
+        .unwrap();
+    assert!(store.zones().unwrap().is_empty());
+    // A limit alone is kept, though the journal holds nothing to read.
+    let limit = JournalLimit {
+        max_bytes: 10,
+        keep_from: None,
+    };
+    store
+        .commit(&zone, Commit::new().limit(JournalKind::Served, limit))
+        .unwrap();
+    assert_eq!(store.load(&zone, JournalKind::Served).unwrap(), None);
+    assert_eq!(
+        store.journal_bounds(&zone, JournalKind::Served).unwrap(),
+        None
+    );
+    let outcome = store
+        .commit(
+            &zone,
+            Commit::new().append(JournalKind::Served, chain(&zone, 1, 4)),
+        )
+        .unwrap();
+    // No snapshot, no keep_from: nothing may go.
+    assert!(outcome.over_limit(JournalKind::Served));
+    assert_eq!(outcome.served.unwrap().bounds.unwrap().limit, Some(limit));
+}
