@@ -252,7 +252,8 @@ fn apply_journal(
     cx: &Context<'_>,
 ) -> Result<JournalStatus, StoreError> {
     let journal = journal_key(zone, kind);
-    let mut head = cx.head(&tables.heads, &journal)?.unwrap_or_default();
+    let before = cx.head(&tables.heads, &journal)?;
+    let mut head = before.unwrap_or_default();
     if let Some(snapshot) = &change.snapshot {
         write_snapshot(tables, &journal, kind, &mut head, snapshot, cx)?;
     }
@@ -263,10 +264,13 @@ fn apply_journal(
         head.limit = Some(limit);
     }
     let trimmed = trim(tables, &journal, &mut head, cx)?;
-    tables
-        .heads
-        .insert(journal.as_slice(), head.encode().as_slice())
-        .map_err(|e| cx.db(e))?;
+    // An empty change to an empty journal leaves no head behind.
+    if before.is_some() || head != JournalHead::default() {
+        tables
+            .heads
+            .insert(journal.as_slice(), head.encode().as_slice())
+            .map_err(|e| cx.db(e))?;
+    }
     let over_limit = head.limit.is_some_and(|l| head.diff_bytes > l.max_bytes);
     Ok(JournalStatus {
         bounds: head.bounds(),
@@ -455,7 +459,7 @@ fn trim(
     Ok(dropped)
 }
 
-/// The metadata of a zone with key `key`, with its version octet checked.
+/// A stored metadata value without its version octet.
 pub(crate) fn decode_meta(value: &[u8]) -> Result<Vec<u8>, crate::error::DecodeError> {
     let mut r = bulwark_proto::wire::Reader::new(value);
     crate::encoding::read_version(&mut r, "metadata")?;

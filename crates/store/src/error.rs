@@ -42,6 +42,8 @@ pub enum DecodeError {
     },
     #[error("the {what} names a chunk or entry that is not stored")]
     MissingEntry { what: &'static str },
+    #[error("the {what} contradicts itself")]
+    Inconsistent { what: &'static str },
     #[error("the stored primary address is not UTF-8")]
     NotUtf8,
 }

@@ -265,7 +265,7 @@ impl JournalHead {
         let keep_from = f.u32()?;
         f.end()?;
         if first_seq > next_seq {
-            return Err(DecodeError::Truncated {
+            return Err(DecodeError::Inconsistent {
                 what: "journal head",
             });
         }

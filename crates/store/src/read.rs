@@ -137,11 +137,8 @@ impl Context<'_> {
                 found,
             }));
         }
-        let is_soa = |r: &Option<Record>| r.as_ref().is_some_and(|r| r.rtype() == Rtype::SOA);
-        if !is_soa(&old_soa) || !is_soa(&new_soa) {
-            return Err(self.corrupt(DecodeError::MissingSoa { what: "diff" }));
-        }
-        let (Some(old_soa), Some(new_soa)) = (old_soa, new_soa) else {
+        let soa = |r: Option<Record>| r.filter(|r| r.rtype() == Rtype::SOA);
+        let (Some(old_soa), Some(new_soa)) = (soa(old_soa), soa(new_soa)) else {
             return Err(self.corrupt(DecodeError::MissingSoa { what: "diff" }));
         };
         Ok(ZoneDiff {
