@@ -3,6 +3,8 @@
 //! format) and `kdig -y` (the one-line form) sign a query with the key to a
 //! socket on 127.0.0.1 that this test holds: bulwark verifies the query with
 //! the key as it read the file, and answers signed, which the tool must accept.
+//! Both tools also read bulwark's BADTIME (signed) and BADSIG (unsigned)
+//! answers as those errors.
 //!
 //! Without the tools (Debian bind9-utils / bind9-dnsutils, knot and
 //! knot-dnsutils) the tests print a note and pass, unless `CI=true`, where
@@ -22,7 +24,8 @@ use bulwark_proto::encoding::base64_encode;
 use bulwark_proto::message::{MessageBuilder, Section};
 use bulwark_proto::{Class, MessageView, Rtype};
 use bulwark_xfr::tsig::{
-    verify_request, KeyRing, ResponseSigner, TsigAlgorithm, TsigKey, TsigRdata,
+    verify_request, write_tsig_error_response, KeyRing, ResponseSigner, TsigAlgorithm, TsigKey,
+    TsigRdata,
 };
 use bulwark_xfr::tsig_keyfile::{detect_format, parse_key_file, parse_key_spec, KeyFileFormat};
 
@@ -234,4 +237,139 @@ fn kdig_signs_with_a_keymgr_key_and_accepts_our_signed_answer() {
         assert!(shown.contains("TSIG PSEUDOSECTION"), "{alg}: {shown}");
         assert!(!shown.contains("verif"), "{alg}: {shown}");
     }
+}
+
+/// How an error answer is made: the server's clock skew, whether the query
+/// is damaged before it is checked, and whether the answer's MAC is broken.
+struct ErrorCase {
+    skew: u64,
+    forged_query: bool,
+    tamper: bool,
+}
+
+/// Serves one TSIG error answer to `program` and returns what it printed.
+fn serve_error(program: &str, args: &[&str], key: &TsigKey, case: &ErrorCase) -> String {
+    let keys: KeyRing = [key.clone()].into_iter().collect();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port().to_string();
+    let mut all: Vec<&str> = vec!["@127.0.0.1", "-p", &port];
+    all.extend_from_slice(args);
+    let child = Command::new(program)
+        .args(&all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let (n, peer) = socket.recv_from(&mut buf).expect("no query arrived");
+    let mut query = buf[..n].to_vec();
+    let t = {
+        let view = MessageView::parse(&query).unwrap();
+        TsigRdata::parse(view.tsig().unwrap().rdata)
+            .unwrap()
+            .time_signed
+    };
+    if case.forged_query {
+        // The last octet of the query's MAC (before original ID, error and
+        // other length); the question stays as the client will check it.
+        let at = query.len() - 7;
+        query[at] ^= 0x01;
+    }
+    let now = t + case.skew;
+    let failure = verify_request(&query, &keys, now).unwrap_err();
+    let mut answer = Vec::new();
+    write_tsig_error_response(&query, &failure, &keys, now, &mut answer).unwrap();
+    if case.tamper {
+        // The last octet of the MAC sits 6 + 6 octets before the end
+        // (original ID, error, other length, 6 octets of server time).
+        let at = answer.len() - 13;
+        answer[at] ^= 0x01;
+    }
+    socket.send_to(&answer, peer).unwrap();
+    let out = child.wait_with_output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn dig_and_kdig_read_our_badtime_and_badsig_answers() {
+    let (Some(dig), Some(kdig)) = (tool("dig", "bind9-dnsutils"), tool("kdig", "knot-dnsutils"))
+    else {
+        return;
+    };
+    let key = TsigKey::new(
+        "errors.example.".parse().unwrap(),
+        TsigAlgorithm::HmacSha256,
+        (100..132).collect(),
+    );
+    let spec = format!("hmac-sha256:errors.example:{}", base64_encode(key.secret()));
+    let path = std::env::temp_dir().join(format!("bulwark-tsig-err-{}.key", std::process::id()));
+    std::fs::write(
+        &path,
+        format!(
+            "key \"errors.example\" {{ algorithm hmac-sha256; secret \"{}\"; }};\n",
+            base64_encode(key.secret())
+        ),
+    )
+    .unwrap();
+    let dig_args = [
+        "-k",
+        path.to_str().unwrap(),
+        "example.",
+        "SOA",
+        "+tries=1",
+        "+timeout=5",
+    ];
+    let kdig_args = [
+        "-y",
+        spec.as_str(),
+        "example.",
+        "SOA",
+        "+retry=0",
+        "+timeout=5",
+    ];
+    let badtime = ErrorCase {
+        skew: 1000,
+        forged_query: false,
+        tamper: false,
+    };
+    let badtime_tampered = ErrorCase {
+        skew: 1000,
+        forged_query: false,
+        tamper: true,
+    };
+    let badsig = ErrorCase {
+        skew: 0,
+        forged_query: true,
+        tamper: false,
+    };
+
+    // BIND verifies a BADTIME answer's MAC, then reports the clock error;
+    // with the MAC broken it reports a failed verification instead.
+    let shown = serve_error(&dig, &dig_args, &key, &badtime);
+    assert!(shown.contains("clocks are unsynchronized"), "{shown}");
+    assert!(shown.contains("BADTIME 6"), "{shown}");
+    let shown = serve_error(&dig, &dig_args, &key, &badtime_tampered);
+    assert!(shown.contains("tsig verify failure"), "{shown}");
+    let shown = serve_error(&dig, &dig_args, &key, &badsig);
+    assert!(shown.contains("tsig indicates error"), "{shown}");
+    assert!(shown.contains("status: NOTAUTH"), "{shown}");
+    assert!(shown.contains("BADSIG"), "{shown}");
+
+    // Knot shows the TSIG error as the status and checks the time window
+    // once the MAC verified; a broken MAC fails verification.
+    let shown = serve_error(&kdig, &kdig_args, &key, &badtime);
+    assert!(shown.contains("status: BADTIME"), "{shown}");
+    assert!(shown.contains("TSIG out of time window"), "{shown}");
+    let shown = serve_error(&kdig, &kdig_args, &key, &badtime_tampered);
+    assert!(shown.contains("failed to verify TSIG"), "{shown}");
+    let shown = serve_error(&kdig, &kdig_args, &key, &badsig);
+    assert!(shown.contains("status: BADSIG"), "{shown}");
+    std::fs::remove_file(&path).ok();
 }
