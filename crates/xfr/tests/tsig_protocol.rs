@@ -707,3 +707,23 @@ fn client_side_failures_have_no_answer() {
             .is_none()
     );
 }
+
+/// RFC 8945 §5.3.1 for a message after the first, written out by hand: the
+/// prior MAC with its size, the message as it was before signing, then only
+/// Time Signed and Fudge.
+#[test]
+fn later_messages_cover_prior_mac_message_and_timers_only() {
+    let k = key(TsigAlgorithm::HmacSha256);
+    let mut req = query(77, "example.", Rtype::AXFR, false);
+    sign_request(&mut req, &k, NOW, 300).unwrap();
+    let parts = [response_part(77, 1), response_part(77, 2)];
+    let signed = sign_response(&req, &ring(&k), &parts);
+    let prior = tsig_of(&signed[0]).mac.to_vec();
+    let mut h = HmacContext::new(HmacAlgorithm::Sha256, k.secret());
+    h.update(&[0, 32]);
+    h.update(&prior);
+    h.update(&parts[1]);
+    h.update(&(NOW + 1).to_be_bytes()[2..]); // sign_response signs message i at NOW + i
+    h.update(&[0x01, 0x2c]);
+    assert_eq!(tsig_of(&signed[1]).mac, h.finish().as_slice());
+}
