@@ -664,6 +664,118 @@ mod tests {
         m
     }
 
+    /// An IXFR answer in one message, question included.
+    fn ixfr_response(records: &[Vec<u8>]) -> Vec<u8> {
+        let mut m = response(records, true);
+        m[22] = 251; // qtype IXFR
+        m
+    }
+
+    fn ixfr_read(records: &[Vec<u8>], ours: u32) -> Result<TransferResult, TransferError> {
+        let mut r = TransferReader::new(
+            apex(),
+            Rtype::IXFR,
+            0x0102,
+            Some(ours),
+            TransferLimits::default(),
+        );
+        assert_eq!(r.feed(&ixfr_response(records))?, Progress::Done);
+        r.finish()
+    }
+
+    #[test]
+    fn every_ixfr_answer_shape_is_recognised() {
+        // RFC 1995 §4, condensed: one diff from 1 to 3.
+        let condensed = ixfr_read(
+            &[
+                soa_rr(3),
+                soa_rr(1),
+                a_rr(b"a", 1),
+                soa_rr(3),
+                a_rr(b"a", 2),
+                soa_rr(3),
+            ],
+            1,
+        )
+        .unwrap();
+        let TransferResult::Incremental { diffs } = condensed else {
+            panic!("{condensed:?}")
+        };
+        assert_eq!(diffs.len(), 1);
+        assert_eq!((diffs[0].old_serial(), diffs[0].new_serial()), (1, 3));
+        assert_eq!(
+            diffs[0].removed[0].to_string(),
+            "a.example.\t60\tIN\tA\t192.0.2.1"
+        );
+        assert_eq!(
+            diffs[0].added[0].to_string(),
+            "a.example.\t60\tIN\tA\t192.0.2.2"
+        );
+
+        // Not condensed: 1 to 2 (a deletion only), 2 to 3 (an addition only).
+        let chain = ixfr_read(
+            &[
+                soa_rr(3),
+                soa_rr(1),
+                a_rr(b"a", 1),
+                soa_rr(2),
+                soa_rr(2),
+                soa_rr(3),
+                a_rr(b"b", 2),
+                soa_rr(3),
+            ],
+            1,
+        )
+        .unwrap();
+        let TransferResult::Incremental { diffs } = chain else {
+            panic!("{chain:?}")
+        };
+        let shape: Vec<(u32, u32, usize, usize)> = diffs
+            .iter()
+            .map(|d| {
+                (
+                    d.old_serial(),
+                    d.new_serial(),
+                    d.removed.len(),
+                    d.added.len(),
+                )
+            })
+            .collect();
+        assert_eq!(shape, [(1, 2, 1, 0), (2, 3, 0, 1)]);
+
+        // AXFR-style: SOA then a non-SOA.
+        let full = ixfr_read(&[soa_rr(3), a_rr(b"a", 1), soa_rr(3)], 1).unwrap();
+        assert!(matches!(full, TransferResult::Full { ref records, .. } if records.len() == 1));
+        // A zone of nothing but its SOA.
+        let bare = ixfr_read(&[soa_rr(3), soa_rr(3)], 1).unwrap();
+        assert!(matches!(bare, TransferResult::Full { ref records, .. } if records.is_empty()));
+        // The SOA alone.
+        assert_eq!(
+            ixfr_read(&[soa_rr(3)], 3),
+            Ok(TransferResult::UpToDate { serial: 3 })
+        );
+        assert_eq!(
+            ixfr_read(&[soa_rr(3)], 1),
+            Ok(TransferResult::RetryOverTcp { serial: 3 })
+        );
+        // Serials compare on the circle (RFC 1982): 3 is newer than 2^32 - 2.
+        assert_eq!(
+            ixfr_read(&[soa_rr(3)], u32::MAX - 1),
+            Ok(TransferResult::RetryOverTcp { serial: 3 })
+        );
+    }
+
+    #[test]
+    fn a_record_after_the_closing_ixfr_soa_is_refused() {
+        assert_eq!(
+            ixfr_read(
+                &[soa_rr(3), soa_rr(1), soa_rr(3), soa_rr(3), a_rr(b"x", 1)],
+                1
+            ),
+            Err(TransferError::DataAfterEnd)
+        );
+    }
+
     fn axfr_reader() -> TransferReader {
         TransferReader::new(apex(), Rtype::AXFR, 0x0102, None, TransferLimits::default())
     }
