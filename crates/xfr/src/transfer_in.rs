@@ -442,19 +442,19 @@ impl TransferReader {
                 return Ok(Progress::Done);
             }
         }
-        // RFC 1995 §4: an IXFR answer that is the SOA alone ends with the message.
+        // RFC 1995 §4: an IXFR answer that is the SOA alone. When that SOA is
+        // not newer than ours, the primary has nothing for us and the answer
+        // is complete. When it is newer, it may be a "use TCP" answer or the
+        // first message of a transfer sent one record per message (BIND's
+        // `transfer-format one-answer`): only the end of the stream tells,
+        // and `finish` then reads it as "ask again".
         if self.qtype == Rtype::IXFR {
-            if let State::Opened { soa } = &self.state {
+            if let (State::Opened { soa }, Some(ours)) = (&self.state, self.client_serial) {
                 let serial = soa_serial_of(soa).ok_or(TransferError::NoSoa)?;
-                let behind = self
-                    .client_serial
-                    .map_or(true, |ours| serial_gt(serial, ours));
-                self.state = State::Done(if behind {
-                    TransferResult::RetryOverTcp { serial }
-                } else {
-                    TransferResult::UpToDate { serial }
-                });
-                return Ok(Progress::Done);
+                if !serial_gt(serial, ours) {
+                    self.state = State::Done(TransferResult::UpToDate { serial });
+                    return Ok(Progress::Done);
+                }
             }
         }
         Ok(Progress::More)
@@ -542,10 +542,16 @@ impl TransferReader {
         Ok(step)
     }
 
-    /// The result, once [`TransferReader::feed`] has returned `Done`.
+    /// The result, once [`TransferReader::feed`] has returned `Done`, or once
+    /// the stream ended after an IXFR answer that was a newer SOA alone
+    /// (RFC 1995 §2/§4: ask again over TCP, or with AXFR).
     pub fn finish(self) -> Result<TransferResult, TransferError> {
         match self.state {
             State::Done(result) => Ok(result),
+            State::Opened { soa } if self.qtype == Rtype::IXFR => {
+                let serial = soa_serial_of(&soa).ok_or(TransferError::NoSoa)?;
+                Ok(TransferResult::RetryOverTcp { serial })
+            }
             State::Failed => Err(TransferError::DataAfterEnd),
             _ => Err(TransferError::Incomplete),
         }
@@ -679,8 +685,12 @@ mod tests {
             Some(ours),
             TransferLimits::default(),
         );
-        assert_eq!(r.feed(&ixfr_response(records))?, Progress::Done);
-        r.finish()
+        let progress = r.feed(&ixfr_response(records))?;
+        let result = r.finish()?;
+        // Only a newer SOA alone leaves the stream open.
+        let open = matches!(result, TransferResult::RetryOverTcp { .. });
+        assert_eq!(progress == Progress::More, open, "{result:?}");
+        Ok(result)
     }
 
     #[test]
