@@ -492,25 +492,24 @@ impl DiffWalk<'_> {
 // Writing transfer messages.
 //
 // A transfer writes a million names, so name compression (RFC 1035 §4.1.4)
-// here is shaped for zone data rather than general: a zone's names in
-// canonical order share long suffixes with the names just written, so the
-// writer remembers the first name of the message and the few names written
-// last, each with where every one of its suffixes can be pointed to and a
-// hash of each suffix. A new name is matched against those by comparing
-// hashes, and the chosen suffix is then compared octet by octet, so a hash
-// collision costs compression, never correctness.
+// here is built for speed: every suffix written within pointer reach goes
+// into a direct-mapped table keyed by a hash of the suffix (ASCII case
+// ignored), and a new name looks up its suffixes, longest first, one probe
+// each. A hit is confirmed by comparing the octets the message holds at that
+// offset, so a hash collision costs compression, never correctness.
 
-/// Names remembered per message: the first (which holds the zone's apex as a
-/// suffix) and the most recent others.
-const REMEMBERED_NAMES: usize = 8;
+/// Entries in the suffix table (a power of two). A TLD-like zone cycles
+/// through a few hundred name-server names; this keeps them all.
+const SUFFIX_TABLE: usize = 4096;
 /// A compression pointer holds a 14-bit offset (RFC 1035 §4.1.4).
 const MAX_POINTER: usize = 0x3fff;
 /// Labels in a name, the root's excluded: at most 127 fit in 255 octets.
 const MAX_LABELS: usize = 127;
 const MAX_NAME: usize = 255;
 const MAX_LABEL: usize = 63;
-/// No pointer can reach this suffix (it was written past `MAX_POINTER`).
-const NO_OFFSET: u16 = u16::MAX;
+/// Pointer hops allowed when comparing with a name in the message (our own
+/// messages only point backwards, so this only bounds a bug).
+const MAX_HOPS: usize = 128;
 
 /// A name split into labels, with a hash of the suffix starting at each.
 struct SplitName {
@@ -531,8 +530,7 @@ impl SplitName {
     /// Splits `name` into this (reused, so nothing is zeroed per name); `None`
     /// if `name` is not one well-formed uncompressed wire name.
     fn split(&mut self, name: &[u8]) -> Option<()> {
-        let split = self;
-        split.labels = 0;
+        self.labels = 0;
         if name.len() > MAX_NAME {
             return None;
         }
@@ -548,41 +546,21 @@ impl SplitName {
             if len > MAX_LABEL {
                 return None;
             }
-            *split.starts.get_mut(split.labels)? = u8::try_from(pos).ok()?;
-            split.labels = split.labels.checked_add(1)?;
+            *self.starts.get_mut(self.labels)? = u8::try_from(pos).ok()?;
+            self.labels = self.labels.checked_add(1)?;
             pos = pos.checked_add(len)?.checked_add(1)?;
         }
         // Hashed from the root towards the first label, so each suffix's hash
-        // extends the next shorter one's.
+        // extends the next shorter one's. Sliced before reversing: a reversed
+        // `take` would first walk the whole array from its end.
+        let starts = self.starts.get(..self.labels).unwrap_or(&[]);
+        let hashes = self.hashes.get_mut(..self.labels).unwrap_or(&mut []);
         let mut hash: u64 = 0;
-        let labels = split.labels;
-        // Sliced before reversing: a reversed `take` would first walk the
-        // whole array from its end.
-        let starts = split.starts.get(..labels).unwrap_or(&[]);
-        let hashes = split.hashes.get_mut(..labels).unwrap_or(&mut []);
         for (start, slot) in starts.iter().zip(hashes.iter_mut()).rev() {
             hash = mix_label(hash, label_at(name, usize::from(*start)).unwrap_or(&[]));
             *slot = hash;
         }
         Some(())
-    }
-
-    /// Copies the first `self.labels` entries of `from`.
-    fn copy_from(&mut self, from: &SplitName) {
-        let n = from.labels;
-        if let (Some(a), Some(b)) = (self.starts.get_mut(..n), from.starts.get(..n)) {
-            a.copy_from_slice(b);
-        }
-        if let (Some(a), Some(b)) = (self.hashes.get_mut(..n), from.hashes.get(..n)) {
-            a.copy_from_slice(b);
-        }
-        self.labels = n;
-    }
-
-    /// Where the suffix of the last `n` labels starts in the name.
-    fn suffix_start(&self, n: usize) -> Option<usize> {
-        let i = self.labels.checked_sub(n)?;
-        self.starts.get(i).map(|&s| usize::from(s))
     }
 }
 
@@ -620,112 +598,90 @@ fn label_at(wire: &[u8], start: usize) -> Option<&[u8]> {
     wire.get(start..=start.checked_add(len)?)
 }
 
-/// One name written in the current message.
-struct WrittenName {
-    wire: [u8; MAX_NAME],
-    len: usize,
-    split: SplitName,
-    /// Where in the message the suffix starting at each label is, or `NO_OFFSET`.
-    offsets: [u16; MAX_LABELS],
-}
-
-impl WrittenName {
-    const EMPTY: WrittenName = WrittenName {
-        wire: [0; MAX_NAME],
-        len: 0,
-        split: SplitName::EMPTY,
-        offsets: [NO_OFFSET; MAX_LABELS],
-    };
-
-    /// How many trailing labels this name shares with `other`, by hash.
-    fn shared_labels(&self, other: &SplitName) -> usize {
-        let mine = self.split.hashes.get(..self.split.labels).unwrap_or(&[]);
-        let theirs = other.hashes.get(..other.labels).unwrap_or(&[]);
-        mine.iter()
-            .rev()
-            .zip(theirs.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count()
-    }
-
-    /// The message offset of the suffix of the last `n` labels, if a pointer
-    /// can reach it.
-    fn offset_of_suffix(&self, n: usize) -> Option<u16> {
-        let i = self.split.labels.checked_sub(n)?;
-        self.offsets.get(i).copied().filter(|&o| o != NO_OFFSET)
-    }
-
-    /// The last `n` labels as wire octets.
-    fn suffix(&self, n: usize) -> Option<&[u8]> {
-        let start = self.split.suffix_start(n)?;
-        self.wire.get(start..self.len)
+/// Whether the (possibly compressed) name at `pos` in `msg` is `suffix`, an
+/// uncompressed wire name, ignoring ASCII case (RFC 1035 §2.3.3).
+fn name_in_message_is(msg: &[u8], mut pos: usize, suffix: &[u8]) -> bool {
+    let mut at = 0usize;
+    let mut hops = 0usize;
+    loop {
+        let Some(&len) = msg.get(pos) else {
+            return false;
+        };
+        if len & 0xc0 == 0xc0 {
+            let Some(&low) = msg.get(pos.saturating_add(1)) else {
+                return false;
+            };
+            hops = hops.saturating_add(1);
+            if hops > MAX_HOPS {
+                return false;
+            }
+            pos = usize::from(u16::from_be_bytes([len & 0x3f, low]));
+            continue;
+        }
+        let (Some(a), Some(b)) = (label_at(msg, pos), label_at(suffix, at)) else {
+            return false;
+        };
+        if a != b && !a.eq_ignore_ascii_case(b) {
+            return false;
+        }
+        if len == 0 {
+            return true;
+        }
+        pos = pos.saturating_add(a.len());
+        at = at.saturating_add(b.len());
     }
 }
 
-/// The names remembered for compression in the message being written.
+/// Where the suffixes written so far in the current message are.
 struct NameMemory {
-    slots: Box<[WrittenName; REMEMBERED_NAMES]>,
+    /// Per entry: the suffix's hash, its offset, and the message it was
+    /// written in (so starting a message does not wipe the table).
+    table: Box<[SuffixEntry]>,
+    /// The message being written; 0 is never used, so zeroed entries are stale.
+    generation: u16,
     /// The name being written, split.
     current: Box<SplitName>,
-    /// Pointer targets for its labels.
-    offsets: [u16; MAX_LABELS],
-    used: usize,
-    /// Next slot to reuse among the recent ones (slot 0 keeps the first name).
-    next: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SuffixEntry {
+    hash: u64,
+    offset: u16,
+    generation: u16,
 }
 
 impl core::fmt::Debug for NameMemory {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("NameMemory")
-            .field("used", &self.used)
-            .finish_non_exhaustive()
+        f.debug_struct("NameMemory").finish_non_exhaustive()
     }
 }
 
 impl NameMemory {
     fn new() -> NameMemory {
         NameMemory {
-            slots: Box::new([WrittenName::EMPTY; REMEMBERED_NAMES]),
+            table: vec![SuffixEntry::default(); SUFFIX_TABLE].into_boxed_slice(),
+            generation: 1,
             current: Box::new(SplitName::EMPTY),
-            offsets: [NO_OFFSET; MAX_LABELS],
-            used: 0,
-            next: 1,
         }
     }
 
+    /// Forgets every suffix: a new message starts.
     fn clear(&mut self) {
-        self.used = 0;
-        self.next = 1;
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.table.fill(SuffixEntry::default());
+            self.generation = 1;
+        }
     }
 
-    /// The remembered name sharing the longest pointable suffix with `name`:
-    /// its slot, the labels shared and the pointer target.
-    fn longest_suffix(&self, name: &[u8], split: &SplitName) -> Option<(usize, usize, u16)> {
-        let mut best: Option<(usize, usize, u16)> = None;
-        for (index, slot) in self.slots.iter().take(self.used).enumerate() {
-            let shared = slot.shared_labels(split);
-            if best.is_some_and(|(_, n, _)| shared <= n) {
-                continue;
-            }
-            let reachable = (1..=shared)
-                .rev()
-                .find_map(|n| Some((n, slot.offset_of_suffix(n)?)));
-            if let Some((n, at)) = reachable {
-                if best.map_or(true, |(_, m, _)| n > m) {
-                    best = Some((index, n, at));
-                }
-            }
-        }
-        // The hashes chose it; the octets decide (RFC 1035 §2.3.3: without
-        // regard to ASCII case).
-        let (index, n, _) = best?;
-        let theirs = self.slots.get(index)?.suffix(n)?;
-        let mine = name.get(split.suffix_start(n)?..)?;
-        (mine == theirs || mine.eq_ignore_ascii_case(theirs)).then_some(best)?
+    fn slot(hash: u64) -> usize {
+        // The low bits of a multiplied hash are its weakest: use the high ones.
+        usize::try_from(hash >> 52).unwrap_or(0) & (SUFFIX_TABLE.saturating_sub(1))
     }
 
     /// Appends `name` (uncompressed wire form) to `out`, its longest suffix
-    /// already in the message replaced by a pointer, and remembers it.
+    /// already in the message replaced by a pointer, and remembers where its
+    /// new labels went.
     fn write_name(&mut self, out: &mut Vec<u8>, name: &[u8]) {
         if self.current.split(name).is_none() {
             out.extend_from_slice(name);
@@ -733,64 +689,43 @@ impl NameMemory {
         }
         let split: &SplitName = &self.current;
         let labels = split.labels;
-        let best = self.longest_suffix(name, split);
+        let starts = split.starts.get(..labels).unwrap_or(&[]);
+        let hashes = split.hashes.get(..labels).unwrap_or(&[]);
+        // The longest suffix the message holds within pointer reach.
+        let found = starts
+            .iter()
+            .zip(hashes)
+            .enumerate()
+            .find_map(|(i, (&start, &hash))| {
+                let entry = *self.table.get(NameMemory::slot(hash))?;
+                let suffix = name.get(usize::from(start)..)?;
+                let at = entry.offset;
+                (entry.generation == self.generation
+                    && entry.hash == hash
+                    && name_in_message_is(out, usize::from(at), suffix))
+                .then_some((i, at))
+            });
         let base = out.len();
-        let shared = best.map_or(0, |(_, n, _)| n);
-        let literal = labels.saturating_sub(shared);
-        let literal_end = match best {
-            Some(_) => split.suffix_start(shared).unwrap_or(name.len()),
-            None => name.len(),
+        let (literal, literal_end) = match found {
+            Some((i, _)) => (i, starts.get(i).map_or(name.len(), |&s| usize::from(s))),
+            None => (labels, name.len()),
         };
         out.extend_from_slice(name.get(..literal_end).unwrap_or(name));
-        if let Some((_, _, at)) = best {
+        if let Some((_, at)) = found {
             out.extend_from_slice(&(0xc000 | at).to_be_bytes());
         }
-        if literal == 0 {
-            // The whole name is remembered already.
-            return;
-        }
-        let offsets = self.offsets.get_mut(..labels).unwrap_or(&mut []);
-        for (offset, &start) in offsets.iter_mut().zip(split.starts.iter()).take(literal) {
+        for (&start, &hash) in starts.iter().zip(hashes).take(literal) {
             let at = base.saturating_add(usize::from(start));
-            *offset = match u16::try_from(at) {
-                Ok(at) if usize::from(at) <= MAX_POINTER => at,
-                _ => NO_OFFSET,
-            };
-        }
-        if let Some((index, n, _)) = best {
-            if let Some(slot) = self.slots.get(index) {
-                let from = slot
-                    .offsets
-                    .get(slot.split.labels.saturating_sub(n)..slot.split.labels);
-                if let (Some(from), Some(to)) = (from, offsets.get_mut(literal..)) {
-                    to.copy_from_slice(from);
-                }
+            let Ok(at) = u16::try_from(at) else { break };
+            if usize::from(at) > MAX_POINTER {
+                break;
             }
-        }
-        if offsets.iter().all(|&o| o == NO_OFFSET) {
-            // Nothing of it can be pointed to: not worth a slot.
-            return;
-        }
-        let index = if self.used < REMEMBERED_NAMES {
-            self.used = self.used.saturating_add(1);
-            self.used.saturating_sub(1)
-        } else {
-            let i = self.next;
-            self.next = i.saturating_add(1);
-            if self.next >= REMEMBERED_NAMES {
-                self.next = 1;
-            }
-            i
-        };
-        if let Some(slot) = self.slots.get_mut(index) {
-            if let (Some(w), Some(o)) = (
-                slot.wire.get_mut(..name.len()),
-                slot.offsets.get_mut(..labels),
-            ) {
-                w.copy_from_slice(name);
-                o.copy_from_slice(offsets);
-                slot.len = name.len();
-                slot.split.copy_from(split);
+            if let Some(entry) = self.table.get_mut(NameMemory::slot(hash)) {
+                *entry = SuffixEntry {
+                    hash,
+                    offset: at,
+                    generation: self.generation,
+                };
             }
         }
     }
@@ -1207,6 +1142,111 @@ mod tests {
         assert_eq!(view.answers().count(), 1);
         assert!(view.edns().is_some());
         assert!(view.header().flags.aa);
+    }
+
+    fn wire(name: &str) -> Vec<u8> {
+        name.parse::<Name>().unwrap().as_wire().to_vec()
+    }
+
+    #[test]
+    fn names_point_at_the_longest_suffix_written_before() {
+        let mut m = NameMemory::new();
+        let mut out = vec![0u8; HEADER_LEN];
+        m.write_name(&mut out, &wire("ns1.provider.net."));
+        assert_eq!(out.len(), 12 + 18);
+        // Many other names in between do not push it out.
+        for i in 0..500 {
+            m.write_name(&mut out, &wire(&format!("d{i}.tld.")));
+        }
+        let at = out.len();
+        m.write_name(&mut out, &wire("ns1.provider.net."));
+        assert_eq!(&out[at..], &[0xc0, 12]);
+        // A sibling: its own label, then a pointer to "provider.net." at 16.
+        let at = out.len();
+        m.write_name(&mut out, &wire("NS2.Provider.NET."));
+        assert_eq!(&out[at..], &[3, b'N', b'S', b'2', 0xc0, 16]);
+        // The root and unrelated names go out whole.
+        let at = out.len();
+        m.write_name(&mut out, &wire("org."));
+        assert_eq!(&out[at..], &[3, b'o', b'r', b'g', 0]);
+        m.write_name(&mut out, &[0]);
+        assert_eq!(out.last(), Some(&0));
+    }
+
+    #[test]
+    fn nothing_points_past_the_pointer_range_or_into_an_earlier_message() {
+        let mut m = NameMemory::new();
+        let mut out = vec![0u8; 0x4000];
+        m.write_name(&mut out, &wire("far.example."));
+        let at = out.len();
+        m.write_name(&mut out, &wire("far.example."));
+        assert_eq!(out.len() - at, 13, "written in full");
+        // A new message: what the last one held is forgotten.
+        let mut out = vec![0u8; HEADER_LEN];
+        m.write_name(&mut out, &wire("a.example."));
+        m.clear();
+        let mut next = vec![0u8; HEADER_LEN];
+        next.extend_from_slice(&wire("x.example."));
+        m.write_name(&mut next, &wire("a.example."));
+        assert_eq!(&next[23..], &wire("a.example.")[..]);
+    }
+
+    #[test]
+    fn only_rfc_1035_types_have_their_rdata_names_compressed() {
+        let z = zone(
+            "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n@ MX 10 ns\n\
+             _s._tcp SRV 0 0 1 ns\n",
+        );
+        let mut w = TransferWriter::axfr(&z, 1, &question(Rtype::AXFR)).unwrap();
+        let mut out = Vec::new();
+        w.next_message(&mut out, 0).unwrap().unwrap();
+        let view = MessageView::parse(&out).unwrap();
+        let rdata = |t: Rtype| {
+            view.answers()
+                .find(|r| r.rtype == t)
+                .unwrap()
+                .rdata
+                .to_vec()
+        };
+        // MX (RFC 1035): preference, then a pointer.
+        assert_eq!(rdata(Rtype::MX).len(), 4);
+        // SRV (RFC 2782): RFC 3597 §4 keeps its target uncompressed.
+        assert_eq!(&rdata(Rtype::SRV)[6..], &wire("ns.example.")[..]);
+    }
+
+    #[test]
+    fn a_tld_like_zone_packs_at_least_as_tight_as_the_general_builder() {
+        let mut text = String::from("$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+        for i in 0..600 {
+            text.push_str(&format!(
+                "d{i} NS ns{}.provider{}.net.\nd{i} NS ns{}.provider{}.net.\n",
+                i % 3,
+                i % 40,
+                (i + 1) % 3,
+                i % 40
+            ));
+        }
+        let z = zone(&text);
+        let mut w = TransferWriter::axfr(&z, 1, &question(Rtype::AXFR)).unwrap();
+        let mut out = Vec::new();
+        let info = w.next_message(&mut out, 0).unwrap().unwrap();
+        assert!(info.is_last);
+        let ours = info.len;
+        let mut buf = Vec::new();
+        let mut b = MessageBuilder::new(&mut buf, MAX_TCP_MESSAGE);
+        let q = question(Rtype::AXFR);
+        b.push_question(&q.qname, q.qtype, q.qclass).unwrap();
+        let soa = bulwark_zone::diff::soa_record(&z).unwrap();
+        let records = core::iter::once(soa.clone())
+            .chain(z.records().filter(|r| r.rtype() != Rtype::SOA))
+            .chain(core::iter::once(soa));
+        for r in records {
+            let rd = r.rdata.to_wire();
+            b.push_record(Section::Answer, &r.owner, r.rtype(), r.class, r.ttl, &rd)
+                .unwrap();
+        }
+        let general = b.finish(None).unwrap();
+        assert!(ours <= general, "ours {ours} octets, general {general}");
     }
 
     #[test]
