@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use bulwark_proto::message::{MessageView, Question};
 use bulwark_proto::{Class, Name, Record, Rtype};
@@ -26,9 +26,9 @@ use bulwark_xfr::transfer_out::TransferWriter;
 use bulwark_zone::diff::soa_record;
 use bulwark_zone::{apply_diff, parse_str, Zone};
 
-/// Attempts at reaching a starting server; each waits at most `POLL` for an answer.
-const READY_ATTEMPTS: usize = 300;
-const POLL: Duration = Duration::from_millis(100);
+/// How long a server gets to serve a serial, asked every `POLL`.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(50);
 /// A transfer of a few thousand records takes far less over the loopback.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -122,18 +122,20 @@ impl Daemon {
         sock.set_read_timeout(Some(POLL)).unwrap();
         let mut query = Vec::new();
         let mut buf = vec![0u8; 4096];
-        for attempt in 0..READY_ATTEMPTS {
+        let started = Instant::now();
+        let mut id = 0u16;
+        while started.elapsed() < READY_WITHIN {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("server exited ({status}):\n{}", self.log());
             }
-            let id = u16::try_from(attempt % 65_536).unwrap();
+            id = id.wrapping_add(1);
             build_soa_query(id, &apex(), &mut query).unwrap();
             sock.send_to(&query, self.addr).unwrap();
             if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                if let Ok(answer) = read_soa_response(&buf[..n], id, &apex()) {
-                    if answer.serial == serial {
-                        return;
-                    }
+                match read_soa_response(&buf[..n], id, &apex()) {
+                    Ok(answer) if answer.serial == serial => return,
+                    // Loaded, but not that version yet: ask again shortly.
+                    _ => std::thread::sleep(POLL),
                 }
             }
         }
@@ -258,8 +260,15 @@ fn knot_serves_axfr_and_ixfr_that_we_read() {
         ours.iter().max().unwrap(),
     );
 
-    // A new version of the zone file; knot keeps the difference.
+    // A new version of the zone file; knot keeps the difference. Its mtime is
+    // set ahead so the reload cannot take it for the file already loaded.
     std::fs::write(&zone_file, zone_text(2)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&zone_file)
+        .unwrap()
+        .set_modified(SystemTime::now() + Duration::from_secs(60))
+        .unwrap();
     let status = Command::new(&knotc)
         .args(["-c", &conf_arg, "zone-reload", "example."])
         .output()
