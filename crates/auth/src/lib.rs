@@ -47,7 +47,7 @@ pub use bulwark_guard::{Access, ResponseClass, ServerCookies};
 pub use divert::Divert;
 
 use bulwark_proto::message::{write_error_response, MessageView};
-use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
+use bulwark_proto::{Class, Name, Opcode, Rcode};
 use bulwark_zone::ZoneSet;
 
 use crate::imputed::Imputed;

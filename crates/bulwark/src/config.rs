@@ -718,6 +718,7 @@ fn resolve(
     if !problems.is_empty() {
         return Err(ConfigError { problems });
     }
+    let has_file = config_file.is_some();
     Ok(Settings {
         config_file,
         listen,
@@ -750,8 +751,7 @@ fn resolve(
         query_log: f.log.queries.unwrap_or(false),
         keyring: Arc::new(registry.keyring()),
         storage: args.storage.clone().or_else(|| {
-            config_file.as_ref()?;
-            Some(base_dir.join(f.server.storage.as_deref().unwrap_or("bulwark.db")))
+            has_file.then(|| base_dir.join(f.server.storage.as_deref().unwrap_or("bulwark.db")))
         }),
     })
 }

@@ -321,12 +321,24 @@ async fn transfer(
             records.push(soa.clone());
             (Incoming::Full(records), soa)
         }
+        TransferResult::RetryOverTcp { serial } => {
+            // Only a UDP answer says this; over TCP it means the primary sent
+            // a newer SOA and nothing else: treat as a failed transfer.
+            return Err(RefreshError::Client(ClientError::Malformed(format!(
+                "the primary answered with SOA {serial} alone"
+            ))));
+        }
         TransferResult::Incremental { diffs } => {
             let soa = diffs
                 .last()
                 .map(|d| d.new_soa.clone())
                 .ok_or_else(|| RefreshError::Client(ClientError::Malformed("an empty IXFR".to_string())))?;
             (Incoming::Incremental(diffs), soa)
+        }
+        other => {
+            return Err(RefreshError::Client(ClientError::Malformed(format!(
+                "an answer this server cannot use: {other:?}"
+            ))));
         }
     };
     let zones2 = Arc::clone(zones);

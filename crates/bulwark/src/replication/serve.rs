@@ -230,7 +230,7 @@ fn notify(
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
     out.clear();
-    if write_notify_response(query, out).is_none() {
+    if write_notify_response(query, out).is_err() {
         return Diverted::Drop;
     }
     tracing::info!(zone = %req.apex, %client, serial = req.serial, "NOTIFY received");

@@ -37,30 +37,13 @@ pub struct TsigKeySection {
     pub file: Option<Spanned<String>>,
 }
 
-/// One address or several, as the file may give either.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany {
-    One(Spanned<String>),
-    Many(Vec<Spanned<String>>),
-}
-
-impl OneOrMany {
-    fn items(&self) -> Vec<&Spanned<String>> {
-        match self {
-            OneOrMany::One(s) => vec![s],
-            OneOrMany::Many(v) => v.iter().collect(),
-        }
-    }
-}
-
 /// `[remote.NAME]`: another server: a primary to pull from, a secondary to
 /// notify.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteSection {
     /// `ADDRESS:PORT`, or a list tried in order.
-    pub address: OneOrMany,
+    pub address: Spanned<toml::Value>,
     /// The TSIG key that signs what is sent to it and must sign what it sends.
     pub key: Option<Spanned<String>>,
     /// The local address to send from.
@@ -264,17 +247,25 @@ pub fn build_registry(
     }
     for (name, section) in remotes {
         let mut addresses = Vec::new();
-        for item in section.address.items() {
-            match item.get_ref().parse::<SocketAddr>() {
-                Ok(a) => addresses.push(a),
-                Err(_) => problems.push(loc.at(
-                    item.span(),
+        let items: Vec<Option<&str>> = match section.address.get_ref() {
+            toml::Value::String(s) => vec![Some(s.as_str())],
+            toml::Value::Array(a) => a.iter().map(toml::Value::as_str).collect(),
+            _ => vec![None],
+        };
+        for item in items {
+            match item.map(str::parse::<SocketAddr>) {
+                Some(Ok(a)) => addresses.push(a),
+                _ => problems.push(loc.at(
+                    section.address.span(),
                     format!(
-                        "address: `{}` is not an address with a port, like 192.0.2.1:53 or [2001:db8::1]:53",
-                        item.get_ref()
+                        "address: `{}` is not an address with a port, like 192.0.2.1:53 or [2001:db8::1]:53, or a list of them",
+                        item.unwrap_or("(not a string)")
                     ),
                 )),
             }
+        }
+        if addresses.is_empty() && problems.is_empty() {
+            problems.push(loc.at(section.address.span(), "address: the list is empty".to_string()));
         }
         let key = section
             .key
