@@ -87,14 +87,12 @@ fn two_questions_are_formerr() {
 
 #[test]
 fn opcodes_other_than_query_notify_and_update_are_notimp() {
-    for op in [OpCode::Status] {
-        let mut q = query("www.example.com.", RecordType::A);
-        q.set_op_code(op);
-        let m = run(&q.to_vec().unwrap()).msg();
-        assert_eq!(m.response_code(), ResponseCode::NotImp, "{op:?}");
-        assert_eq!(m.op_code(), op);
-        assert!(m.answers().is_empty());
-    }
+    let mut q = query("www.example.com.", RecordType::A);
+    q.set_op_code(OpCode::Status);
+    let m = run(&q.to_vec().unwrap()).msg();
+    assert_eq!(m.response_code(), ResponseCode::NotImp);
+    assert_eq!(m.op_code(), OpCode::Status);
+    assert!(m.answers().is_empty());
 }
 
 #[test]

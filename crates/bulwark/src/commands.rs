@@ -555,7 +555,9 @@ mod tests {
     fn zone_status_has_placeholder_lines_for_later_features() {
         let info = ZoneInfo {
             origin: "example.com.".parse().unwrap(),
-            file: PathBuf::from("/z/example.com.zone"),
+            file: "/z/example.com.zone".to_string(),
+            role: "primary",
+            timers: None,
             served: Some(crate::zones::ServedCopy {
                 serial: Some(7),
                 names: 3,

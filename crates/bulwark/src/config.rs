@@ -817,7 +817,7 @@ fn catalog_role(
     match &z.catalog {
         Some(c) => match parse_origin(c.get_ref()) {
             Ok(catalog) => CatalogRole::Member {
-                catalog,
+                catalog: Box::new(catalog),
                 group: z.catalog_group.as_ref().map(|g| g.get_ref().clone()),
             },
             Err(e) => {
@@ -950,7 +950,6 @@ fn build_templates(
         out.insert(
             name.clone(),
             Arc::new(crate::replication::settings::ZoneTemplate {
-                name: name.clone(),
                 file: t.file.as_ref().map(|f| base_dir.join(f.get_ref())),
                 signing,
                 replication,
@@ -1046,7 +1045,7 @@ mod tests {
         assert_eq!(s.zones[0].origin.to_string(), "example.com.");
         assert_eq!(
             s.zones[0].path,
-            Path::new("/etc/bulwark/zones/example.com.zone")
+            Some(PathBuf::from("/etc/bulwark/zones/example.com.zone"))
         );
     }
 
@@ -1105,7 +1104,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
         assert_eq!(s.zones.len(), 2);
-        assert_eq!(s.zones[1].path, Path::new("/z/b"));
+        assert_eq!(s.zones[1].path, Some(PathBuf::from("/z/b")));
         assert_eq!(s.threads, 3);
     }
 

@@ -64,7 +64,7 @@ const DELIBERATE_DIFFERENCES: &[Deliberate] = &[
                  the query into the response; knotd 3.2 leaves it clear (seen with these unsigned zones)",
     },
     Deliberate {
-        applies: |q| q.opcode == OPCODE_UPDATE && q.qtype == RecordType::SOA,
+        applies: |q| q.opcode == OPCODE_UPDATE && q.qtype == u16::from(RecordType::SOA),
         field: Field::Rcode,
         reason: "an UPDATE for a zone served here that no allow_update ACL admits is REFUSED, \
                  as RFC 2136 §3.3 says (\"the requestor does not have permission\") and BIND \

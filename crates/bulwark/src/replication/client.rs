@@ -108,12 +108,17 @@ pub async fn exchange(
     request: &Request,
     wait: Duration,
 ) -> Result<Vec<u8>, ClientError> {
-    let id = request.bytes.get(..2).map(|b| [b[0], b[1]]).unwrap_or_default();
+    let id: [u8; 2] = request
+        .bytes
+        .get(..2)
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or_default();
     let socket = UdpSocket::bind(local_for(remote, via)).await?;
     socket.connect(remote).await?;
     socket.send(&request.bytes).await?;
     let mut buf = vec![0u8; 65_535];
-    let deadline = tokio::time::Instant::now() + wait;
+    let now = tokio::time::Instant::now();
+    let deadline = now.checked_add(wait).unwrap_or(now);
     loop {
         let n = match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
             Err(_) => return Err(ClientError::Timeout(wait)),

@@ -24,14 +24,6 @@ const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// NOTIFY to NS targets goes to the standard port.
 const DNS_PORT: u16 = 53;
 
-/// One place to notify.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Target {
-    addr: SocketAddr,
-    via: Option<IpAddr>,
-    key: Option<Name>,
-}
-
 /// Notifications under way, by zone and target.
 #[derive(Debug, Default)]
 pub struct Notifier {

@@ -41,10 +41,13 @@ const MAX_FIRST_RETRY: u64 = 60;
 const MIN_INTERVAL: u64 = 2;
 const MAX_INTERVAL: u64 = 86_400;
 
+/// A zone's refresh task, and the way to wake it.
+type RefreshTask = (Arc<Notify>, JoinHandle<()>);
+
 /// The refresh tasks of every secondary zone, and how to wake one.
 #[derive(Debug, Default)]
 pub struct Secondaries {
-    tasks: Mutex<HashMap<Name, (Arc<Notify>, JoinHandle<()>)>>,
+    tasks: Mutex<HashMap<Name, RefreshTask>>,
 }
 
 impl Secondaries {
@@ -112,7 +115,7 @@ fn clamp(seconds: u32) -> u64 {
 /// What one refresh attempt found.
 enum Refreshed {
     /// The copy is current (or now is): the primary's SOA timers.
-    Current { soa: Record, primary: String },
+    Current { soa: Box<Record>, primary: String },
     /// No primary answered or none could transfer.
     Failed,
 }
@@ -197,7 +200,7 @@ async fn refresh_once(zones: &Arc<Zones>, spec: &ZoneSpec) -> Refreshed {
             match refresh_from(zones, spec, remote, addr).await {
                 Ok(soa) => {
                     return Refreshed::Current {
-                        soa,
+                        soa: Box::new(soa),
                         primary: addr.to_string(),
                     }
                 }

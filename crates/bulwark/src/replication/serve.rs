@@ -223,7 +223,7 @@ fn notify(
         p.addresses.iter().any(|a| a.ip().to_canonical() == client)
             && p.key
                 .as_ref()
-                .is_none_or(|k| key.as_ref() == Some(&k.name().to_lowercase()))
+                .map_or(true, |k| key.as_ref() == Some(&k.name().to_lowercase()))
     });
     if !repl.is_secondary() || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref())) {
         tracing::info!(zone = %req.apex, %client, "NOTIFY refused");

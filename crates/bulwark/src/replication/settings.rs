@@ -63,7 +63,6 @@ pub struct Remote {
 /// requests signed with one of them (RFC 8945) only.
 #[derive(Debug, Clone)]
 pub struct KeyedAcl {
-    pub name: String,
     pub networks: Arc<Acl>,
     /// Lowercased key names; empty: no signature needed.
     pub keys: Vec<Name>,
@@ -96,7 +95,7 @@ pub enum CatalogRole {
     Consume { template: Arc<ZoneTemplate> },
     /// A zone listed in the generated catalog `catalog`.
     Member {
-        catalog: Name,
+        catalog: Box<Name>,
         group: Option<String>,
     },
 }
@@ -185,7 +184,6 @@ pub struct TemplateSection {
 /// A validated template: what every member zone of a consumed catalog gets.
 #[derive(Debug, Clone)]
 pub struct ZoneTemplate {
-    pub name: String,
     /// With `{zone}` still in it.
     pub file: Option<PathBuf>,
     pub signing: Option<crate::config::ZoneSigning>,
@@ -304,7 +302,6 @@ pub fn build_registry(
         reg.acls.insert(
             name.clone(),
             Arc::new(KeyedAcl {
-                name: name.clone(),
                 networks: Arc::clone(networks),
                 keys: names,
             }),

@@ -26,7 +26,7 @@ const CATALOG_TTL: u32 = 0;
 /// The catalog a member zone is listed in, when it came from one.
 pub(super) fn member_of(spec: &ZoneSpec) -> Option<&Name> {
     match &spec.replication.catalog {
-        CatalogRole::Member { catalog, .. } => Some(catalog),
+        CatalogRole::Member { catalog, .. } => Some(&**catalog),
         _ => None,
     }
 }
@@ -44,7 +44,7 @@ impl Zones {
             .specs
             .iter()
             .filter_map(|s| match &s.replication.catalog {
-                CatalogRole::Member { catalog, group } if catalog == &spec.origin => {
+                CatalogRole::Member { catalog, group } if **catalog == spec.origin => {
                     let mut m = MemberSpec::new(s.origin.clone());
                     m.groups.extend(group.iter().cloned());
                     Some(m)
@@ -188,7 +188,7 @@ impl Zones {
                 signing: template.signing.clone(),
                 replication: ZoneReplication {
                     catalog: CatalogRole::Member {
-                        catalog: origin.clone(),
+                        catalog: Box::new(origin.clone()),
                         group: m.groups.first().cloned(),
                     },
                     ..template.replication.clone()

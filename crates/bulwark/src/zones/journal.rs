@@ -44,10 +44,6 @@ impl Journal {
         Journal { store }
     }
 
-    pub(crate) fn store(&self) -> &Arc<Store> {
-        &self.store
-    }
-
     /// The last serial `origin` was served with, from an earlier run.
     pub(crate) fn served_serial(&self, origin: &Name) -> Option<u32> {
         let v = self.store.get_meta(origin, SERVED_SERIAL).ok()??;
@@ -170,7 +166,7 @@ impl Journal {
             // A primary's changes past its file are their only copy.
             keep_from: if secondary { None } else { file_serial },
         };
-        let transfer = matches!(cause, Cause::TransferFull | Cause::TransferIncremental(_));
+        let transfer = matches!(cause, Cause::TransferFull | Cause::TransferIncremental);
         let restart = matches!(cause, Cause::Restore | Cause::File) && old_unsigned.is_none();
         if transfer && old_unsigned.is_none() {
             // A secondary's first copy: the base of its source journal.
@@ -182,8 +178,8 @@ impl Journal {
         if signed {
             // The unsigned content's own history.
             match (cause, old_unsigned) {
-                (Cause::Update(diff), _) => commit = commit.append(source, [diff.clone()]),
-                (Cause::TransferFull | Cause::TransferIncremental(_), Some(old)) => {
+                (Cause::Update(diff), _) => commit = commit.append(source, [(**diff).clone()]),
+                (Cause::TransferFull | Cause::TransferIncremental, Some(old)) => {
                     match bulwark_zone::diff_zones(old, &version.unsigned) {
                         Ok(d) if d.old_serial() != d.new_serial() => {
                             commit = commit.append(source, [d]);

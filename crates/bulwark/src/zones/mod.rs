@@ -402,7 +402,6 @@ impl Zones {
         };
         let previous = Previous {
             served: old.served.as_ref(),
-            unsigned: old.unsigned.as_ref(),
             signed: old.signed.as_ref(),
             served_serial,
         };
@@ -433,7 +432,7 @@ impl Zones {
         }
         let dirty = matches!(
             cause,
-            Cause::Update(_) | Cause::TransferFull | Cause::TransferIncremental(_)
+            Cause::Update(_) | Cause::TransferFull | Cause::TransferIncremental
         ) || old.dirty_since.is_some()
             || (matches!(cause, Cause::Restore)
                 && old.file_serial.is_some()
@@ -458,11 +457,6 @@ impl Zones {
             != Some(version.serial);
         table.entries.insert(spec.origin.clone(), entry);
         Ok(changed.then_some(version.serial))
-    }
-
-    /// The unsigned content of a zone (what dynamic updates edit).
-    pub fn unsigned(&self, origin: &Name) -> Option<Arc<Zone>> {
-        self.lock().entries.get(origin)?.unsigned.clone()
     }
 
     /// The configuration of a zone (also a catalog member's).
@@ -500,7 +494,7 @@ impl Zones {
             .map_err(|e| ChangeError::Rejected(e.to_string()))?;
         let zone = version::build_lenient(origin, records)
             .map_err(|p| ChangeError::Rejected(p.join("; ")))?;
-        let serial = self.commit(&mut table, &spec, Arc::new(zone), Cause::Update(diff), unix_now())?;
+        let serial = self.commit(&mut table, &spec, Arc::new(zone), Cause::Update(Box::new(diff)), unix_now())?;
         self.publish(&table);
         drop(table);
         if let Some(serial) = serial {
@@ -538,7 +532,7 @@ impl Zones {
                 (
                     version::build_lenient(origin, records)
                         .map_err(|p| ChangeError::Rejected(p.join("; ")))?,
-                    Cause::TransferIncremental(diffs),
+                    Cause::TransferIncremental,
                 )
             }
         };

@@ -31,11 +31,12 @@ pub(crate) enum Cause {
     /// Rebuilt from the file and the journal at start, or from the store.
     Restore,
     /// A dynamic update; the diff is of the unsigned content.
-    Update(ZoneDiff),
+    Update(Box<ZoneDiff>),
     /// A whole copy from a primary.
     TransferFull,
-    /// Changes from a primary, in order.
-    TransferIncremental(Vec<ZoneDiff>),
+    /// Changes from a primary (the journal works them out again by
+    /// comparing versions, which also covers signed zones).
+    TransferIncremental,
     /// A signing pass over unchanged content.
     Resign,
     /// A generated catalog's members changed.
@@ -138,7 +139,6 @@ fn sign(
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Previous<'a> {
     pub served: Option<&'a Arc<Zone>>,
-    pub unsigned: Option<&'a Arc<Zone>>,
     pub signed: Option<&'a SignedInfo>,
     /// The last serial served, also across restarts (from the store).
     pub served_serial: Option<u32>,

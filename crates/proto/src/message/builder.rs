@@ -370,7 +370,7 @@ pub fn append_additional(
         .checked_add(owner.wire_len())
         .and_then(|n| n.checked_add(10))
         .and_then(|n| n.checked_add(rdata.len()));
-    if !end.is_some_and(|e| e <= limit) {
+    if end.is_none_or(|e| e > limit) {
         return Err(BuildError::DoesNotFit {
             section: Section::Additional,
         });
