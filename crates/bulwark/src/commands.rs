@@ -278,12 +278,7 @@ fn zone_list(infos: &[ZoneInfo]) -> Vec<String> {
     infos
         .iter()
         .map(|i| match &i.served {
-            Some(c) => format!(
-                "{} {} {}",
-                i.origin,
-                serial_text(c.serial),
-                i.file
-            ),
+            Some(c) => format!("{} {} {}", i.origin, serial_text(c.serial), i.file),
             None => format!("{} - {} (not loaded)", i.origin, i.file),
         })
         .collect()
@@ -507,7 +502,6 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use std::path::PathBuf;
 
     #[test]
     fn longest_command_words_win() {

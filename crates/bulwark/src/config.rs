@@ -672,12 +672,7 @@ fn resolve(
                         src,
                         &mut problems,
                     );
-                    replication.catalog = catalog_role(
-                        z,
-                        &templates,
-                        src,
-                        &mut problems,
-                    );
+                    replication.catalog = catalog_role(z, &templates, src, &mut problems);
                     check_zone_role(z, &origin, &path, &replication, src, &mut problems);
                     zones.push(ZoneSpec {
                         origin,
@@ -893,7 +888,9 @@ fn check_zone_role(
     if path.is_none() && !secondary && !generated {
         problems.push(src.at(
             at.clone(),
-            format!("zone {origin}: give `file` (a primary zone) or `primaries` (a secondary zone)"),
+            format!(
+                "zone {origin}: give `file` (a primary zone) or `primaries` (a secondary zone)"
+            ),
         ));
     }
     if secondary && !replication.allow_update.is_empty() {
@@ -935,7 +932,10 @@ fn build_templates(
                 None => {
                     problems.push(src.at(
                         p.span(),
-                        format!("dnssec_policy: no [dnssec_policy.{}] is defined", p.get_ref()),
+                        format!(
+                            "dnssec_policy: no [dnssec_policy.{}] is defined",
+                            p.get_ref()
+                        ),
                     ));
                     return None;
                 }

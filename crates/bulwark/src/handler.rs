@@ -171,7 +171,7 @@ impl ServerHandler {
                     out.clear();
                     // RFC 1035 §4.1.1: never answer a response (QR set), or two
                     // servers could bounce REFUSED between them.
-                    if !query.get(2).is_some_and(|b| b & QR_BIT == 0)
+                    if query.get(2).is_none_or(|b| b & QR_BIT != 0)
                         || write_error_response(query, Rcode::REFUSED, out).is_none()
                     {
                         return Fate::Dropped(DropReason::Unanswerable);

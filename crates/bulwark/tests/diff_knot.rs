@@ -72,7 +72,6 @@ const DELIBERATE_DIFFERENCES: &[Deliberate] = &[
     },
 ];
 
-const OPCODE_NOTIFY: u8 = 4;
 const OPCODE_UPDATE: u8 = 5;
 
 /// hickory 0.24 has no name for DNAME (RFC 6672), type 39.

@@ -77,19 +77,19 @@ impl KeyTiming {
     /// In the DNSKEY RRset at `now`: published and not yet deleted. A key
     /// without timing is published.
     pub fn is_published(&self, now: u64) -> bool {
-        self.publish.map_or(true, |t| t <= now) && self.delete.map_or(true, |t| now < t)
+        self.publish.is_none_or(|t| t <= now) && self.delete.is_none_or(|t| now < t)
     }
 
     /// Signing at `now`: activated and not yet inactive. An algorithm
     /// rollover signs with keys not yet published (RFC 6781 §4.1.4).
     pub fn is_active(&self, now: u64) -> bool {
-        self.activate.map_or(true, |t| t <= now) && self.inactive.map_or(true, |t| now < t)
+        self.activate.is_none_or(|t| t <= now) && self.inactive.is_none_or(|t| now < t)
     }
 
     /// Neither removed from the DNSKEY RRset nor done signing: the key still
     /// plays a part.
     pub fn is_live(&self, now: u64) -> bool {
-        self.delete.map_or(true, |t| now < t) || self.inactive.map_or(true, |t| now < t)
+        self.delete.is_none_or(|t| now < t) || self.inactive.is_none_or(|t| now < t)
     }
 }
 

@@ -218,7 +218,7 @@ impl ZonePlan {
                     && settings
                         .cds_key_tags
                         .as_ref()
-                        .map_or(true, |tags| tags.contains(&k.key_tag()))
+                        .is_none_or(|tags| tags.contains(&k.key_tag()))
             };
             for key in published.iter().filter(wanted) {
                 apex_additions.push(record(Rdata::Cdnskey(key.dnskey().clone())));

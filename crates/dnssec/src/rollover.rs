@@ -297,7 +297,7 @@ pub fn cds_key_tags(keys: &[ZoneKey], policy: &KeyPolicy, now: u64) -> Vec<u16> 
                 && k.timing.is_active(now)
                 && k.timing
                     .publish
-                    .map_or(true, |p| p.saturating_add(ipub) <= now)
+                    .is_none_or(|p| p.saturating_add(ipub) <= now)
         })
         .max_by_key(|k| (started(k), k.key_tag()))
         .map(|k| vec![k.key_tag()])

@@ -37,7 +37,7 @@ pub fn text(dnstap: &Dnstap) -> String {
     line.push(' ');
     // The remote end of the exchange: the initiator when this server
     // answered (AUTH, CLIENT, UPDATE), the responder when it asked.
-    let address = if kind.map_or(true, MessageKind::server_side) {
+    let address = if kind.is_none_or(MessageKind::server_side) {
         message.query_address.as_deref()
     } else {
         message.response_address.as_deref()

@@ -666,7 +666,7 @@ impl FileOutput {
     }
 
     fn reopen_if_due(&mut self) {
-        if self.retry_at.map_or(true, |at| Instant::now() >= at) {
+        if self.retry_at.is_none_or(|at| Instant::now() >= at) {
             self.open();
         }
     }

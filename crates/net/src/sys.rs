@@ -191,9 +191,7 @@ impl RecvBatch {
             return None;
         }
         let mut bytes = [0u8; CTRL_WORDS * 8];
-        let len = self
-            .control(i)
-            .map_or(0, |c| reply_pktinfo(&c, &mut bytes));
+        let len = self.control(i).map_or(0, |c| reply_pktinfo(&c, &mut bytes));
         if len == 0 {
             return None;
         }

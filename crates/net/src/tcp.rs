@@ -18,10 +18,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
 use crate::shutdown::Shutdown;
-use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::QueryHandler;
 
 /// RFC 7766 §6.2.3 suggests an idle timeout "on the order of seconds".

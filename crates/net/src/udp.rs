@@ -12,10 +12,10 @@ use std::thread::JoinHandle;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::deferred::Responder;
 use crate::error::NetError;
 use crate::shutdown::Shutdown;
 use crate::sys::{self, RecvBatch, SendBatch};
-use crate::deferred::Responder;
 use crate::QueryHandler;
 
 /// Datagrams received per recvmmsg call.

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, Deferred, QueryHandler, Shutdown, TcpConfig, TcpStats,
-    UdpConfig,
+    bind_tcp, bind_udp, serve_tcp, Deferred, QueryHandler, Shutdown, TcpConfig, TcpStats, UdpConfig,
 };
 
 /// Echoes queries whose first ID octet is not 0xdf at once; for 0xdf it

@@ -815,7 +815,7 @@ mod tests {
         for _ in 0..5 {
             let here = msg.len() as u16;
             msg.push(63);
-            msg.extend(std::iter::repeat(b'a').take(63));
+            msg.extend(std::iter::repeat_n(b'a', 63));
             msg.extend_from_slice(&(0xc000 | prev).to_be_bytes());
             prev = here;
         }
@@ -838,7 +838,7 @@ mod tests {
         let mut msg = Vec::new();
         for _ in 0..3 {
             msg.push(63);
-            msg.extend(std::iter::repeat(b'a').take(63));
+            msg.extend(std::iter::repeat_n(b'a', 63));
         }
         msg.extend_from_slice(&[63, b'b']);
         let want = Err(WireError::BadName {

@@ -121,7 +121,7 @@ pub fn check_zone(zone: &Zone) -> Vec<Problem> {
             ),
         ));
     }
-    if zone.apex_node().map_or(true, Node::is_empty_nonterminal) {
+    if zone.apex_node().is_none_or(Node::is_empty_nonterminal) {
         out.push(Problem::error(
             &apex,
             Some(Rtype::SOA),

@@ -82,7 +82,10 @@ impl Request {
 
 /// Checks one response message against the request's TSIG (when it was
 /// signed): a response to a signed request must be signed (RFC 8945 §5.3).
-pub fn check_response(verifier: &mut Option<ResponseVerifier>, msg: &[u8]) -> Result<(), ClientError> {
+pub fn check_response(
+    verifier: &mut Option<ResponseVerifier>,
+    msg: &[u8],
+) -> Result<(), ClientError> {
     if let Some(v) = verifier {
         v.verify(msg, unix_now())
             .map_err(|e| ClientError::Tsig(e.to_string()))?;
@@ -125,7 +128,10 @@ pub async fn exchange(
             Ok(r) => r?,
         };
         let Some(msg) = buf.get(..n) else { continue };
-        if msg.len() < 12 || msg.get(..2) != Some(&id[..]) || msg.get(2).is_some_and(|f| f & 0x80 == 0) {
+        if msg.len() < 12
+            || msg.get(..2) != Some(&id[..])
+            || msg.get(2).is_some_and(|f| f & 0x80 == 0)
+        {
             continue;
         }
         // TC (RFC 1035 §4.1.1): the whole answer only comes over TCP.

@@ -150,7 +150,11 @@ async fn write_files_forever(
 
 /// Writes every zone with unwritten changes now (at shutdown).
 pub fn flush_files(zones: &Zones) {
-    for origin in zones.files_due(Instant::now().checked_add(Duration::from_secs(365 * 86_400)).unwrap_or_else(Instant::now)) {
+    for origin in zones.files_due(
+        Instant::now()
+            .checked_add(Duration::from_secs(365 * 86_400))
+            .unwrap_or_else(Instant::now),
+    ) {
         if let Err(e) = zones.write_file(&origin) {
             tracing::error!(zone = %origin, "{e}");
         }

@@ -308,17 +308,18 @@ async fn transfer(
         }
     }
     if let Some(v) = verifier.as_ref() {
-        v.finish()
-            .map_err(|e| ClientError::Tsig(e.to_string()))?;
+        v.finish().map_err(|e| ClientError::Tsig(e.to_string()))?;
     }
     let messages = reader.messages();
     let records = reader.records();
     let result = reader.finish()?;
     let (incoming, soa) = match result {
         TransferResult::UpToDate { .. } => {
-            return held
-                .cloned()
-                .ok_or_else(|| RefreshError::Client(ClientError::Malformed("an up-to-date answer to AXFR".to_string())));
+            return held.cloned().ok_or_else(|| {
+                RefreshError::Client(ClientError::Malformed(
+                    "an up-to-date answer to AXFR".to_string(),
+                ))
+            });
         }
         TransferResult::Full { soa, mut records } => {
             records.push(soa.clone());
@@ -332,10 +333,9 @@ async fn transfer(
             ))));
         }
         TransferResult::Incremental { diffs } => {
-            let soa = diffs
-                .last()
-                .map(|d| d.new_soa.clone())
-                .ok_or_else(|| RefreshError::Client(ClientError::Malformed("an empty IXFR".to_string())))?;
+            let soa = diffs.last().map(|d| d.new_soa.clone()).ok_or_else(|| {
+                RefreshError::Client(ClientError::Malformed("an empty IXFR".to_string()))
+            })?;
             (Incoming::Incremental(diffs), soa)
         }
         other => {

@@ -57,7 +57,9 @@ struct Signature {
 
 impl Signature {
     fn key_name(&self) -> Option<Name> {
-        self.verified.as_ref().map(|v| v.key().name().to_lowercase())
+        self.verified
+            .as_ref()
+            .map(|v| v.key().name().to_lowercase())
     }
 
     /// Signs `out` when the request was signed (RFC 8945 §5.3: the response
@@ -223,9 +225,11 @@ fn notify(
         p.addresses.iter().any(|a| a.ip().to_canonical() == client)
             && p.key
                 .as_ref()
-                .map_or(true, |k| key.as_ref() == Some(&k.name().to_lowercase()))
+                .is_none_or(|k| key.as_ref() == Some(&k.name().to_lowercase()))
     });
-    if !repl.is_secondary() || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref())) {
+    if !repl.is_secondary()
+        || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref()))
+    {
         tracing::info!(zone = %req.apex, %client, "NOTIFY refused");
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
@@ -267,7 +271,11 @@ fn transfer(
     ) else {
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     };
-    if !any_allows(&spec.replication.allow_transfer, request.client, key.as_ref()) {
+    if !any_allows(
+        &spec.replication.allow_transfer,
+        request.client,
+        key.as_ref(),
+    ) {
         tracing::info!(zone = %q.qname, client = %request.client, kind = %q.qtype, "transfer refused");
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
@@ -304,7 +312,16 @@ fn transfer(
     let verified = sig.verified;
     Diverted::Later(Box::new(move |responder: Responder| {
         runtime.spawn_blocking(move || {
-            stream_transfer(&zones_handle, &zone, &q, id, client_serial, verified, client, &responder);
+            stream_transfer(
+                &zones_handle,
+                &zone,
+                &q,
+                id,
+                client_serial,
+                verified,
+                client,
+                &responder,
+            );
         });
     }))
 }

@@ -263,22 +263,28 @@ pub fn build_registry(
             }
         }
         if addresses.is_empty() && problems.is_empty() {
-            problems.push(loc.at(section.address.span(), "address: the list is empty".to_string()));
+            problems.push(loc.at(
+                section.address.span(),
+                "address: the list is empty".to_string(),
+            ));
         }
         let key = section
             .key
             .as_ref()
             .and_then(|k| find_key(k, &reg.keys, loc, problems));
-        let via = section.via.as_ref().and_then(|v| match v.get_ref().parse() {
-            Ok(ip) => Some(ip),
-            Err(_) => {
-                problems.push(loc.at(
-                    v.span(),
-                    format!("via: `{}` is not an IP address", v.get_ref()),
-                ));
-                None
-            }
-        });
+        let via = section
+            .via
+            .as_ref()
+            .and_then(|v| match v.get_ref().parse() {
+                Ok(ip) => Some(ip),
+                Err(_) => {
+                    problems.push(loc.at(
+                        v.span(),
+                        format!("via: `{}` is not an IP address", v.get_ref()),
+                    ));
+                    None
+                }
+            });
         reg.remotes.insert(
             name.clone(),
             Arc::new(Remote {
@@ -539,7 +545,13 @@ pub fn build_zone_replication(
         primaries: remotes(f.primaries.as_ref(), "primaries", reg, loc, problems),
         notify: remotes(f.notify.as_ref(), "notify", reg, loc, problems),
         notify_ns: f.notify_ns.unwrap_or(false),
-        allow_transfer: acls(f.allow_transfer.as_ref(), "allow_transfer", reg, loc, problems),
+        allow_transfer: acls(
+            f.allow_transfer.as_ref(),
+            "allow_transfer",
+            reg,
+            loc,
+            problems,
+        ),
         allow_notify: acls(f.allow_notify.as_ref(), "allow_notify", reg, loc, problems),
         allow_update: acls(f.allow_update.as_ref(), "allow_update", reg, loc, problems),
         serial_policy,

@@ -52,7 +52,10 @@ impl Zones {
                 _ => None,
             })
             .collect();
-        let old = table.entries.get(&spec.origin).and_then(|e| e.served.clone());
+        let old = table
+            .entries
+            .get(&spec.origin)
+            .and_then(|e| e.served.clone());
         let last_serial = old
             .as_ref()
             .and_then(|z| serial_of(z))
@@ -132,7 +135,10 @@ impl Zones {
             .or_insert_with(ZoneEntry::empty);
         match self.commit(table, spec, Arc::new(zone), Cause::Catalog, now) {
             Ok(serial) => {
-                let served = table.entries.get(&spec.origin).and_then(|e| e.served.clone());
+                let served = table
+                    .entries
+                    .get(&spec.origin)
+                    .and_then(|e| e.served.clone());
                 tracing::info!(zone = %spec.origin, members = members.len(), serial = served.as_ref().and_then(|z| serial_of(z)), "catalog zone generated");
                 (
                     ZoneOutcome::Loaded {

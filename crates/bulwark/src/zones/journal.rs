@@ -12,9 +12,7 @@
 use std::sync::Arc;
 
 use bulwark_proto::{Name, Record};
-use bulwark_store::{
-    Commit, JournalKind, JournalLimit, Snapshot, Store, StoreError, ZoneTimers,
-};
+use bulwark_store::{Commit, JournalKind, JournalLimit, Snapshot, Store, StoreError, ZoneTimers};
 use bulwark_zone::{apply_diff, Zone, ZoneDiff};
 
 use super::version::{serial_of, Cause, Version};
@@ -86,7 +84,10 @@ impl Journal {
 
     /// The changes of a primary zone's content after the file's `serial`.
     pub(crate) fn source_diffs_since(&self, spec: &ZoneSpec, serial: u32) -> Option<Vec<ZoneDiff>> {
-        match self.store.diffs_since(&spec.origin, source_kind(spec), serial) {
+        match self
+            .store
+            .diffs_since(&spec.origin, source_kind(spec), serial)
+        {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(zone = %spec.origin, error = %e, "cannot read the zone's journal");
@@ -244,8 +245,8 @@ impl Journal {
                 // cleared, or made by another configuration): start it over.
                 tracing::info!(zone = %origin, "the journal does not continue from this version; starting it anew");
                 let _ = self.store.clear_journal(origin, JournalKind::Served);
-                let mut retry = Commit::new()
-                    .put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
+                let mut retry =
+                    Commit::new().put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
                 if secondary || matches!(cause, Cause::TransferFull) {
                     let _ = self.store.clear_journal(origin, source);
                     retry = retry.snapshot(

@@ -195,7 +195,9 @@ impl Zones {
             return (ZoneOutcome::Pending { origin }, None);
         };
         if let Some(e) = table.entries.get_mut(&origin) {
-            e.file_serial = matches!(cause, Cause::File).then(|| serial_of(&zone)).flatten();
+            e.file_serial = matches!(cause, Cause::File)
+                .then(|| serial_of(&zone))
+                .flatten();
         }
         let serial = match self.commit(table, spec, Arc::new(zone), cause, now) {
             Ok(s) => s,
@@ -260,7 +262,11 @@ fn kept_old(spec: &ZoneSpec, problems: Vec<String>) -> (ZoneOutcome, Option<u32>
     )
 }
 
-fn failed(table: &mut ZoneTable, spec: &ZoneSpec, problems: Vec<String>) -> (ZoneOutcome, Option<u32>) {
+fn failed(
+    table: &mut ZoneTable,
+    spec: &ZoneSpec,
+    problems: Vec<String>,
+) -> (ZoneOutcome, Option<u32>) {
     tracing::warn!(zone = %spec.origin, "zone failed to load; not serving it");
     table.entries.remove(&spec.origin);
     (
@@ -278,7 +284,10 @@ fn failed(table: &mut ZoneTable, spec: &ZoneSpec, problems: Vec<String>) -> (Zon
 pub(super) fn write_zone_file(path: &Path, zone: &Zone) -> Result<(), String> {
     let records: Vec<Record> = zone.records().collect();
     let text = bulwark_zone::print_zone(&records);
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -312,5 +321,8 @@ pub(super) fn write_zone_file(path: &Path, zone: &Zone) -> Result<(), String> {
 fn humantime_now() -> String {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or_else(|_| "-".to_string(), |d| format!("unix time {}", d.as_secs()))
+        .map_or_else(
+            |_| "-".to_string(),
+            |d| format!("unix time {}", d.as_secs()),
+        )
 }

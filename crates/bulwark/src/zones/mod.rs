@@ -405,14 +405,7 @@ impl Zones {
             signed: old.signed.as_ref(),
             served_serial,
         };
-        let version = match next_version(
-            spec,
-            unsigned,
-            previous,
-            &cause,
-            now,
-            signing_threads(),
-        ) {
+        let version = match next_version(spec, unsigned, previous, &cause, now, signing_threads()) {
             Ok(NextVersion::New(v)) => v,
             Ok(NextVersion::Unchanged { next_resign }) => {
                 if let Some(s) = table
@@ -450,11 +443,8 @@ impl Zones {
                 None
             },
         };
-        let changed = old
-            .served
-            .as_ref()
-            .and_then(|z| version::serial_of(z))
-            != Some(version.serial);
+        let changed =
+            old.served.as_ref().and_then(|z| version::serial_of(z)) != Some(version.serial);
         table.entries.insert(spec.origin.clone(), entry);
         Ok(changed.then_some(version.serial))
     }
@@ -479,7 +469,10 @@ impl Zones {
         edit: impl FnOnce(&Zone) -> Result<Option<ZoneDiff>, E>,
     ) -> Result<Result<Option<u32>, E>, ChangeError> {
         let mut table = self.lock();
-        let spec = table.spec(origin).cloned().ok_or(ChangeError::UnknownZone)?;
+        let spec = table
+            .spec(origin)
+            .cloned()
+            .ok_or(ChangeError::UnknownZone)?;
         let base = table
             .entries
             .get(origin)
@@ -494,7 +487,13 @@ impl Zones {
             .map_err(|e| ChangeError::Rejected(e.to_string()))?;
         let zone = version::build_lenient(origin, records)
             .map_err(|p| ChangeError::Rejected(p.join("; ")))?;
-        let serial = self.commit(&mut table, &spec, Arc::new(zone), Cause::Update(Box::new(diff)), unix_now())?;
+        let serial = self.commit(
+            &mut table,
+            &spec,
+            Arc::new(zone),
+            Cause::Update(Box::new(diff)),
+            unix_now(),
+        )?;
         self.publish(&table);
         drop(table);
         if let Some(serial) = serial {
@@ -511,7 +510,10 @@ impl Zones {
     /// transfer when they do not apply.
     pub fn apply_transfer(&self, origin: &Name, incoming: Incoming) -> Result<u32, ChangeError> {
         let mut table = self.lock();
-        let spec = table.spec(origin).cloned().ok_or(ChangeError::UnknownZone)?;
+        let spec = table
+            .spec(origin)
+            .cloned()
+            .ok_or(ChangeError::UnknownZone)?;
         let (zone, cause) = match incoming {
             Incoming::Full(records) => (
                 version::build_lenient(origin, records)
@@ -788,10 +790,7 @@ impl Zones {
         let mut table = self.lock();
         if let Some(e) = table.entries.get_mut(origin) {
             // Another change may have come in meanwhile: stay dirty then.
-            let same = e
-                .unsigned
-                .as_ref()
-                .is_some_and(|u| Arc::ptr_eq(u, &zone));
+            let same = e.unsigned.as_ref().is_some_and(|u| Arc::ptr_eq(u, &zone));
             e.file_serial = serial;
             e.modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             if same {

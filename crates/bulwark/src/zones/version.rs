@@ -150,7 +150,9 @@ pub(crate) enum NextVersion {
     New(Version),
     /// A signing pass that refreshed nothing: the served copy stays, and
     /// the next pass is due then.
-    Unchanged { next_resign: u64 },
+    Unchanged {
+        next_resign: u64,
+    },
 }
 
 /// The next version of a zone from its new unsigned content.
@@ -226,7 +228,10 @@ pub(crate) fn reload_serial(
     if serial_gt(file_serial, old_unsigned_serial) {
         file_serial
     } else {
-        let next = spec.replication.serial_policy.next(old_unsigned_serial, now);
+        let next = spec
+            .replication
+            .serial_policy
+            .next(old_unsigned_serial, now);
         tracing::warn!(
             zone = %spec.origin,
             file_serial,

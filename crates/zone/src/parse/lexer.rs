@@ -96,7 +96,7 @@ impl<'a> Lexer<'a> {
         if b == b'\n' {
             self.line = self.line.saturating_add(1);
             self.column = 1;
-        } else if self.peek().map_or(true, |n| n & 0xc0 != 0x80) {
+        } else if self.peek().is_none_or(|n| n & 0xc0 != 0x80) {
             self.column = self.column.saturating_add(1);
         }
     }
