@@ -336,6 +336,13 @@ impl Answerer {
             Access::Refuse => return respond(resp),
             Access::Drop => return AnswerOutcome::Denied,
         }
+        // RFC 1034 §4.3.5: a secondary zone with no current copy (never
+        // transferred, or expired) is not answered from; SERVFAIL tells the
+        // resolver to try another server, as BIND and Knot answer.
+        if zone.node_count() == 0 {
+            resp.set_rcode(Rcode::SERVFAIL);
+            return respond(resp);
+        }
         resp.set_authoritative(true);
         // RFC 3225 §3: DO asks for the DNSSEC records of a signed zone.
         let dnssec_ok = edns.as_ref().is_some_and(|e| e.dnssec_ok);

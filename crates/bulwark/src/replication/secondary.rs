@@ -251,11 +251,10 @@ async fn refresh_from(
                 tracing::warn!(zone = %origin, primary = %addr, "{}", RefreshError::Older { primary: answer.serial, ours });
             }
             // Served again if it had expired: the primary vouches for it.
-            if zones.current().get(origin).is_none() {
-                if let Some(soa) = held.clone() {
-                    let _ = zones.apply_transfer(origin, Incoming::Incremental(Vec::new()));
-                    return Ok(soa);
-                }
+            if !zones.is_available(origin) {
+                let z = Arc::clone(zones);
+                let o = origin.clone();
+                let _ = tokio::task::spawn_blocking(move || z.revive(&o)).await;
             }
             tracing::debug!(zone = %origin, serial = ours, "zone is current");
             return Ok(answer.soa);

@@ -189,7 +189,9 @@ impl Zones {
                 _ => (None, Cause::File),
             },
         };
-        table.entries.insert(origin.clone(), ZoneEntry::empty());
+        let mut entry = ZoneEntry::empty();
+        entry.served = Some(super::unavailable(&origin));
+        table.entries.insert(origin.clone(), entry);
         let Some(zone) = zone else {
             tracing::info!(zone = %origin, "secondary zone has no copy yet; waiting for a transfer");
             return (ZoneOutcome::Pending { origin }, None);
@@ -213,7 +215,7 @@ impl Zones {
             .is_some_and(|t| t.expire_at != 0 && t.expire_at <= now);
         if expired {
             if let Some(e) = table.entries.get_mut(&origin) {
-                e.served = None;
+                e.served = Some(super::unavailable(&origin));
             }
             tracing::warn!(zone = %origin, "the stored copy has expired; not served until a primary sends a fresh one");
             return (ZoneOutcome::Pending { origin }, None);
@@ -240,7 +242,12 @@ fn log_loaded(spec: &ZoneSpec, table: &ZoneTable) {
 }
 
 fn loaded_outcome(origin: &bulwark_proto::Name, table: &ZoneTable) -> ZoneOutcome {
-    match table.entries.get(origin).and_then(|e| e.served.as_ref()) {
+    match table
+        .entries
+        .get(origin)
+        .and_then(|e| e.served.as_ref())
+        .filter(|z| super::is_available(z))
+    {
         Some(z) => ZoneOutcome::Loaded {
             origin: origin.clone(),
             serial: serial_of(z),

@@ -99,6 +99,8 @@ impl LoadReport {
 
 /// Something other parts of the server act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Rare (one per zone change), short-lived, and moved once through a channel.
+#[allow(clippy::large_enum_variant)]
 pub enum ZoneEvent {
     /// A new version of the zone is served: notify its secondaries, write
     /// its file back, re-read it if it is a consumed catalog.
@@ -396,12 +398,13 @@ impl Zones {
             .get(&spec.origin)
             .cloned()
             .unwrap_or_else(ZoneEntry::empty);
-        let served_serial = match (&old.served, &self.journal) {
+        let old_served = old.served.as_ref().filter(|z| is_available(z));
+        let served_serial = match (old_served, &self.journal) {
             (None, Some(j)) => j.served_serial(&spec.origin),
             _ => None,
         };
         let previous = Previous {
-            served: old.served.as_ref(),
+            served: old_served,
             signed: old.signed.as_ref(),
             served_serial,
         };
@@ -443,8 +446,7 @@ impl Zones {
                 None
             },
         };
-        let changed =
-            old.served.as_ref().and_then(|z| version::serial_of(z)) != Some(version.serial);
+        let changed = old_served.and_then(|z| version::serial_of(z)) != Some(version.serial);
         table.entries.insert(spec.origin.clone(), entry);
         Ok(changed.then_some(version.serial))
     }
@@ -554,15 +556,48 @@ impl Zones {
         Ok(serial)
     }
 
-    /// Stops serving a secondary zone whose copy expired; the copy is kept
-    /// so the next transfer can be incremental.
+    /// Stops serving a secondary zone whose copy expired (it answers
+    /// SERVFAIL); the copy is kept so the next transfer can be incremental.
     pub fn expire(&self, origin: &Name) {
         let mut table = self.lock();
         if let Some(e) = table.entries.get_mut(origin) {
-            if e.served.take().is_some() {
+            let was_served = e.served.as_ref().is_some_and(|z| is_available(z));
+            e.served = Some(unavailable(origin));
+            if was_served {
                 tracing::warn!(zone = %origin, "zone expired: no primary answered before the SOA expire time; not served until a transfer succeeds");
                 self.publish(&table);
             }
+        }
+    }
+
+    /// Whether a copy of `origin` is answered from (not a secondary waiting
+    /// for its first copy, nor an expired one).
+    pub fn is_available(&self, origin: &Name) -> bool {
+        self.current().get(origin).is_some_and(|z| is_available(z))
+    }
+
+    /// Serves the copy a secondary holds again, after a primary confirmed
+    /// it is current (it had expired).
+    pub fn revive(&self, origin: &Name) {
+        let mut table = self.lock();
+        let Some(e) = table.entries.get_mut(origin) else {
+            return;
+        };
+        if e.served.as_ref().is_some_and(|z| is_available(z)) {
+            return;
+        }
+        let Some(unsigned) = e.unsigned.clone() else {
+            return;
+        };
+        let Some(spec) = table.spec(origin).cloned() else {
+            return;
+        };
+        match self.commit(&mut table, &spec, unsigned, Cause::Restore, unix_now()) {
+            Ok(_) => {
+                tracing::info!(zone = %origin, "the primary confirmed the copy is current; serving it again");
+                self.publish(&table);
+            }
+            Err(e) => tracing::error!(zone = %origin, "{e}"),
         }
     }
 
@@ -597,7 +632,7 @@ impl Zones {
         let mut v: Vec<(Name, u64)> = table
             .entries
             .iter()
-            .filter(|(_, e)| e.served.is_some())
+            .filter(|(_, e)| e.served.as_ref().is_some_and(|z| is_available(z)))
             .filter_map(|(apex, e)| Some((apex.clone(), e.signed.as_ref()?.state.expires)))
             .collect();
         v.sort();
@@ -701,7 +736,7 @@ impl Zones {
                     file: spec.file_label(),
                     role: role_name(spec),
                     served: entry.and_then(|e| {
-                        let z = e.served.as_ref()?;
+                        let z = e.served.as_ref().filter(|z| is_available(z))?;
                         Some(ServedCopy {
                             serial: soa_serial(z),
                             names: z.node_count(),
@@ -867,6 +902,17 @@ fn role_name(spec: &ZoneSpec) -> &'static str {
         (_, true) => "secondary",
         (_, false) => "primary",
     }
+}
+
+/// What a zone with no current copy serves: no data at all, so every
+/// query for it is SERVFAIL (see `bulwark_auth`).
+fn unavailable(origin: &Name) -> Arc<Zone> {
+    Arc::new(Zone::empty(origin.clone()))
+}
+
+/// Whether `zone` has data to answer from.
+fn is_available(zone: &Zone) -> bool {
+    zone.node_count() > 0
 }
 
 /// The serial from the apex SOA's rdata: after MNAME and RNAME (RFC 1035 §3.3.13).

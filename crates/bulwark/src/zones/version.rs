@@ -147,7 +147,7 @@ pub(crate) struct Previous<'a> {
 /// What a change makes of a zone.
 #[derive(Debug)]
 pub(crate) enum NextVersion {
-    New(Version),
+    New(Box<Version>),
     /// A signing pass that refreshed nothing: the served copy stays, and
     /// the next pass is due then.
     Unchanged {
@@ -207,13 +207,13 @@ pub(crate) fn next_version(
         }
     }
     let served_diff = served_diff.filter(|d| d.old_serial() != d.new_serial());
-    Ok(NextVersion::New(Version {
+    Ok(NextVersion::New(Box::new(Version {
         unsigned,
         served,
         signed,
         served_diff,
         serial,
-    }))
+    })))
 }
 
 /// The serial a reloaded file should get: its own when newer than what is
