@@ -713,7 +713,20 @@ fn resolve(
     if !problems.is_empty() {
         return Err(ConfigError { problems });
     }
-    let has_file = config_file.is_some();
+    // The database is opened when asked for, or when a zone replicates: a
+    // server that only answers from files writes nothing beside them.
+    let replicates = zones.iter().any(|z| {
+        let r = &z.replication;
+        r.is_secondary()
+            || !r.allow_update.is_empty()
+            || !r.allow_transfer.is_empty()
+            || !r.notify.is_empty()
+            || !matches!(r.catalog, crate::replication::settings::CatalogRole::None)
+    });
+    let storage = args.storage.clone().or_else(|| match &f.server.storage {
+        Some(s) => Some(base_dir.join(s)),
+        None => (replicates && config_file.is_some()).then(|| base_dir.join("bulwark.db")),
+    });
     Ok(Settings {
         config_file,
         listen,
@@ -745,9 +758,7 @@ fn resolve(
         run_as,
         query_log: f.log.queries.unwrap_or(false),
         keyring: Arc::new(registry.keyring()),
-        storage: args.storage.clone().or_else(|| {
-            has_file.then(|| base_dir.join(f.server.storage.as_deref().unwrap_or("bulwark.db")))
-        }),
+        storage,
     })
 }
 

@@ -268,7 +268,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
             let store = bulwark_store::Store::open(path)
-                .with_context(|| format!("cannot open the storage {}", path.display()))?;
+                .map_err(|e| anyhow::anyhow!("cannot open the storage: {e}"))?;
             tracing::info!(file = %path.display(), "storage opened");
             Some(Arc::new(store))
         }

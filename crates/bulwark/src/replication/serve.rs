@@ -209,15 +209,13 @@ fn notify(
     sig: Signature,
     out: &mut Vec<u8>,
 ) -> Diverted {
-    let req = match read_notify(view) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::debug!(error = %e, "malformed NOTIFY");
-            return refuse(query, Rcode::FORMERR, &sig, out);
-        }
+    // Who may notify is decided before what they sent is judged, as Knot
+    // does: a stranger learns nothing from a FORMERR.
+    let Some(apex) = view.question().map(|q| q.qname.to_lowercase()) else {
+        return refuse(query, Rcode::FORMERR, &sig, out);
     };
     let key = sig.key_name();
-    let Some(spec) = shared.zones.spec(&req.apex.to_lowercase()) else {
+    let Some(spec) = shared.zones.spec(&apex) else {
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     };
     let repl = &spec.replication;
@@ -230,9 +228,16 @@ fn notify(
     if !repl.is_secondary()
         || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref()))
     {
-        tracing::info!(zone = %req.apex, %client, "NOTIFY refused");
+        tracing::info!(zone = %apex, %client, "NOTIFY refused");
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
+    let req = match read_notify(view) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(error = %e, "malformed NOTIFY");
+            return refuse(query, e.rcode(), &sig, out);
+        }
+    };
     out.clear();
     if write_notify_response(query, out).is_err() {
         return Diverted::Drop;
