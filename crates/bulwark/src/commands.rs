@@ -326,15 +326,25 @@ fn unix_rfc3339(seconds: u64) -> String {
         .map_or_else(|| "-".to_string(), rfc3339)
 }
 
-/// `ctl zone status ZONE`: `key: value` lines. The `transfers` line is a
-/// placeholder until transfers exist.
+/// `ctl zone status ZONE`: `key: value` lines.
 fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
-    let mut lines = vec![format!("zone: {}", info.origin)];
+    let secondary = info.timers.is_some() || info.role == "secondary";
+    let mut lines = vec![
+        format!("zone: {}", info.origin),
+        format!("role: {}", info.role),
+    ];
     match &info.served {
         Some(c) => {
             lines.push(format!("serial: {}", serial_text(c.serial)));
             lines.push(format!("file: {}", info.file));
-            lines.push("loaded from: file".to_string());
+            lines.push(
+                if secondary {
+                    "loaded from: transfer"
+                } else {
+                    "loaded from: file"
+                }
+                .to_string(),
+            );
             lines.push(format!("loaded at: {}", rfc3339(c.loaded_at)));
             lines.push(format!(
                 "file modified: {}",
@@ -345,7 +355,14 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
         None => {
             lines.push("serial: -".to_string());
             lines.push(format!("file: {}", info.file));
-            lines.push("loaded from: - (not loaded: the file failed)".to_string());
+            lines.push(
+                if secondary {
+                    "loaded from: - (no current copy: waiting for a transfer, or expired)"
+                } else {
+                    "loaded from: - (not loaded: the file failed)"
+                }
+                .to_string(),
+            );
         }
     }
     match info.served.as_ref().and_then(|c| c.signed.as_ref()) {
@@ -364,7 +381,26 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
         }
         None => lines.push("dnssec: unsigned".to_string()),
     }
-    lines.push("transfers: none".to_string());
+    if let Some(t) = &info.timers {
+        lines.push(format!(
+            "last refresh: {} from {}",
+            if t.last_refresh == 0 {
+                "-".to_string()
+            } else {
+                unix_rfc3339(t.last_refresh)
+            },
+            t.primary.as_deref().unwrap_or("-")
+        ));
+        lines.push(format!("next refresh: {}", unix_rfc3339(t.next_refresh)));
+        lines.push(format!(
+            "expires: {}",
+            if t.expire_at == 0 {
+                "-".to_string()
+            } else {
+                unix_rfc3339(t.expire_at)
+            }
+        ));
+    }
     lines
 }
 
@@ -564,6 +600,7 @@ mod tests {
             zone_status_lines(&info),
             [
                 "zone: example.com.",
+                "role: primary",
                 "serial: 7",
                 "file: /z/example.com.zone",
                 "loaded from: file",
@@ -571,7 +608,6 @@ mod tests {
                 "file modified: -",
                 "names: 3",
                 "dnssec: unsigned",
-                "transfers: none",
             ]
         );
         assert_eq!(zone_list(&[info]), ["example.com. 7 /z/example.com.zone"]);
