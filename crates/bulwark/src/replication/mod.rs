@@ -5,6 +5,7 @@
 //! of it (TSIG, transfers, UPDATE, catalogs) is `bulwark-xfr`'s.
 
 pub mod client;
+pub mod counters;
 pub mod notify_out;
 pub mod secondary;
 pub mod serve;

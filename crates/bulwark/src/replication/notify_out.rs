@@ -138,6 +138,7 @@ async fn notify_target(
         match result {
             Ok(()) => {
                 tracing::info!(zone = %origin, serial, target = %addr, "NOTIFY acknowledged");
+                super::counters::bump(&super::counters::COUNTERS.notify_acknowledged);
                 return;
             }
             Err(e) => {
@@ -150,4 +151,5 @@ async fn notify_target(
         wait = wait.saturating_mul(2);
     }
     tracing::warn!(zone = %origin, serial, target = %addr, attempts = ATTEMPTS, "NOTIFY was never acknowledged");
+    super::counters::bump(&super::counters::COUNTERS.notify_unanswered);
 }

@@ -205,6 +205,7 @@ async fn refresh_once(zones: &Arc<Zones>, spec: &ZoneSpec) -> Refreshed {
                     }
                 }
                 Err(e) => {
+                    super::counters::bump(&super::counters::COUNTERS.refresh_failures);
                     tracing::warn!(zone = %spec.origin, primary = %addr, remote = %remote.name, error = %e, "refresh from primary failed");
                 }
             }
@@ -348,6 +349,11 @@ async fn transfer(
     let serial = tokio::task::spawn_blocking(move || zones2.apply_transfer(&origin2, incoming))
         .await
         .map_err(|e| RefreshError::Change(ChangeError::Rejected(e.to_string())))??;
+    super::counters::bump(if qtype == Rtype::AXFR {
+        &super::counters::COUNTERS.axfr_in
+    } else {
+        &super::counters::COUNTERS.ixfr_in
+    });
     tracing::info!(
         zone = %origin,
         primary = %addr,

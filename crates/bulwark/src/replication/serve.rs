@@ -24,6 +24,7 @@ use bulwark_xfr::tsig::{
 use bulwark_xfr::update::{read_update, write_update_response, UpdateOptions, ZoneEdit};
 use bulwark_zone::ZoneSet;
 
+use super::counters::{bump, COUNTERS};
 use super::secondary::Secondaries;
 use super::settings::any_allows;
 use crate::signing::unix_now;
@@ -229,6 +230,7 @@ fn notify(
         || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref()))
     {
         tracing::info!(zone = %apex, %client, "NOTIFY refused");
+        bump(&COUNTERS.notify_refused);
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
     let req = match read_notify(view) {
@@ -243,6 +245,7 @@ fn notify(
         return Diverted::Drop;
     }
     tracing::info!(zone = %req.apex, %client, serial = req.serial, "NOTIFY received");
+    bump(&COUNTERS.notify_received);
     shared.secondaries.poke(&spec.origin);
     if sig.sign(out) {
         Diverted::Respond
@@ -282,6 +285,7 @@ fn transfer(
         key.as_ref(),
     ) {
         tracing::info!(zone = %q.qname, client = %request.client, kind = %q.qtype, "transfer refused");
+        bump(&COUNTERS.transfers_refused);
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
     let client_serial = if q.qtype == Rtype::IXFR {
@@ -391,6 +395,11 @@ fn stream_transfer(
         }
         messages = messages.saturating_add(1);
     }
+    bump(if q.qtype == Rtype::AXFR || client_serial.is_none() {
+        &COUNTERS.axfr_out
+    } else {
+        &COUNTERS.ixfr_out
+    });
     tracing::info!(
         zone = %zone.apex(),
         %client,
@@ -432,10 +441,12 @@ fn update(
     // RFC 2136 §3.3: a requestor without permission is REFUSED.
     if !any_allows(&spec.replication.allow_update, client, key.as_ref()) {
         tracing::info!(zone = %req.zone, %client, key = ?key, "UPDATE refused by ACL");
+        bump(&COUNTERS.updates_refused);
         return refuse(query, Rcode::REFUSED, &sig, out);
     }
     if shared.zones.journal().is_none() {
         tracing::warn!(zone = %req.zone, "UPDATE refused: no storage is configured, so it could not be made durable");
+        bump(&COUNTERS.updates_refused);
         return refuse(query, Rcode::REFUSED, &sig, out);
     }
     let zones = Arc::clone(&shared.zones);
@@ -473,6 +484,11 @@ fn update(
                     Rcode::SERVFAIL
                 }
             };
+            if rcode == Rcode::NOERROR {
+                bump(&COUNTERS.updates_applied);
+            } else {
+                bump(&COUNTERS.updates_failed);
+            }
             let mut out = Vec::new();
             if write_update_response(&query, rcode, &mut out).is_none() {
                 return;

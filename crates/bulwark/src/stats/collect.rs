@@ -359,6 +359,69 @@ fn server_families(app: &App) -> Vec<Family> {
             one(value.load(std::sync::atomic::Ordering::Relaxed)),
         ));
     }
+    let r = &crate::replication::counters::COUNTERS;
+    let kinds = |axfr: &AtomicU64, ixfr: &AtomicU64| {
+        vec![
+            int(vec![("kind", "axfr".to_string())], load(axfr)),
+            int(vec![("kind", "ixfr".to_string())], load(ixfr)),
+        ]
+    };
+    out.push(counter(
+        "bulwark_transfers_out_total",
+        "Zone transfers sent to secondaries, by kind (an IXFR the journal could not serve counts as AXFR).",
+        kinds(&r.axfr_out, &r.ixfr_out),
+    ));
+    out.push(counter(
+        "bulwark_transfers_refused_total",
+        "Transfer requests refused by ACL or TSIG key.",
+        one(load(&r.transfers_refused)),
+    ));
+    out.push(counter(
+        "bulwark_transfers_in_total",
+        "Zone transfers received from primaries, by kind.",
+        kinds(&r.axfr_in, &r.ixfr_in),
+    ));
+    out.push(counter(
+        "bulwark_refresh_failures_total",
+        "Refreshes of a secondary zone from one primary that failed.",
+        one(load(&r.refresh_failures)),
+    ));
+    out.push(counter(
+        "bulwark_notify_received_total",
+        "NOTIFY messages accepted.",
+        one(load(&r.notify_received)),
+    ));
+    out.push(counter(
+        "bulwark_notify_refused_total",
+        "NOTIFY messages refused (not a secondary zone here, or not from an allowed sender).",
+        one(load(&r.notify_refused)),
+    ));
+    out.push(counter(
+        "bulwark_notify_sent_total",
+        "NOTIFY messages sent, by outcome: acknowledged, or never answered after every retry.",
+        vec![
+            int(vec![("result", "acknowledged".to_string())], load(&r.notify_acknowledged)),
+            int(vec![("result", "unanswered".to_string())], load(&r.notify_unanswered)),
+        ],
+    ));
+    out.push(counter(
+        "bulwark_updates_total",
+        "Dynamic updates, by result: applied, refused (ACL, key, no storage), failed (prerequisites, errors).",
+        vec![
+            int(vec![("result", "applied".to_string())], load(&r.updates_applied)),
+            int(vec![("result", "refused".to_string())], load(&r.updates_refused)),
+            int(vec![("result", "failed".to_string())], load(&r.updates_failed)),
+        ],
+    ));
+    let timers = app.zones.secondary_expiries();
+    out.push(gauge(
+        "bulwark_zone_expire_timestamp_seconds",
+        "Unix time each secondary zone's copy expires unless refreshed (RFC 1034 §4.3.5).",
+        timers
+            .iter()
+            .map(|(apex, at)| int(vec![("zone", apex.to_string())], *at))
+            .collect(),
+    ));
     let expiries = app.zones.signature_expiries();
     out.push(gauge(
         "bulwark_dnssec_signatures_expire_timestamp_seconds",

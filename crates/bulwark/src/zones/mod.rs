@@ -639,6 +639,21 @@ impl Zones {
         v
     }
 
+    /// Each secondary zone with the time its copy expires (0: no copy yet).
+    pub fn secondary_expiries(&self) -> Vec<(Name, u64)> {
+        let mut v: Vec<(Name, u64)> = self
+            .specs()
+            .iter()
+            .filter(|s| s.replication.is_secondary())
+            .map(|s| {
+                let at = self.timers(&s.origin).map_or(0, |t| t.expire_at);
+                (s.origin.clone(), at)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// When the earliest signed zone wants its next signing pass.
     pub fn next_resign(&self) -> Option<u64> {
         let table = self.lock();
