@@ -313,6 +313,10 @@ async fn transfer(
     let messages = reader.messages();
     let records = reader.records();
     let result = reader.finish()?;
+    let answer = match &result {
+        TransferResult::Full { .. } => "full",
+        _ => "incremental",
+    };
     let (incoming, soa) = match result {
         TransferResult::UpToDate { .. } => {
             return held.cloned().ok_or_else(|| {
@@ -358,6 +362,7 @@ async fn transfer(
         zone = %origin,
         primary = %addr,
         kind = %qtype,
+        answer,
         serial,
         messages,
         records,

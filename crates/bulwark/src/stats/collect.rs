@@ -400,8 +400,14 @@ fn server_families(app: &App) -> Vec<Family> {
         "bulwark_notify_sent_total",
         "NOTIFY messages sent, by outcome: acknowledged, or never answered after every retry.",
         vec![
-            int(vec![("result", "acknowledged".to_string())], load(&r.notify_acknowledged)),
-            int(vec![("result", "unanswered".to_string())], load(&r.notify_unanswered)),
+            int(
+                vec![("result", "acknowledged".to_string())],
+                load(&r.notify_acknowledged),
+            ),
+            int(
+                vec![("result", "unanswered".to_string())],
+                load(&r.notify_unanswered),
+            ),
         ],
     ));
     out.push(counter(
