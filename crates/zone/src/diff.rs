@@ -302,6 +302,142 @@ pub fn apply_diff(records: Vec<Record>, diff: &ZoneDiff) -> Result<Vec<Record>, 
     Ok(out)
 }
 
+/// One RRset being edited: its TTL and rdata keyed by canonical form.
+struct EditedSet {
+    ttl: u32,
+    rdatas: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// Applies `diff` to `zone` itself, giving the new version as a zone: the
+/// nodes the diff does not touch are copied as they are, so a small change
+/// to a large zone costs a copy of its packed data, not a typed record per
+/// name. As strict as [`apply_diff`].
+pub fn apply_to_zone(zone: &Zone, diff: &ZoneDiff) -> Result<Zone, DiffError> {
+    let zone_serial = zone.serial().ok_or(DiffError::NoSoa)?;
+    if zone_serial != diff.old_serial() {
+        return Err(DiffError::SerialMismatch {
+            zone: zone_serial,
+            diff: diff.old_serial(),
+        });
+    }
+    // The changes, by lowercased owner.
+    let mut by_owner: std::collections::HashMap<Vec<u8>, Vec<(bool, &Record)>> =
+        std::collections::HashMap::new();
+    for r in &diff.removed {
+        by_owner
+            .entry(r.owner.to_lowercase().as_wire().to_vec())
+            .or_default()
+            .push((false, r));
+    }
+    for r in &diff.added {
+        by_owner
+            .entry(r.owner.to_lowercase().as_wire().to_vec())
+            .or_default()
+            .push((true, r));
+    }
+    let soa_owner = zone.apex().as_wire().to_vec();
+    by_owner.entry(soa_owner.clone()).or_default();
+    let mut nodes: Vec<(Vec<u8>, Node)> = Vec::with_capacity(zone.node_count());
+    for (owner, node) in zone.raw_nodes_canonical() {
+        match by_owner.remove(owner) {
+            None if node.is_empty_nonterminal() => {}
+            None => nodes.push((owner.to_vec(), node.clone())),
+            Some(changes) => {
+                let edited = edit_node(Some(node), &changes, owner == soa_owner, &diff.new_soa)?;
+                if !edited.is_empty_nonterminal() {
+                    nodes.push((owner.to_vec(), edited));
+                }
+            }
+        }
+    }
+    for (owner, changes) in by_owner {
+        let edited = edit_node(None, &changes, owner == soa_owner, &diff.new_soa)?;
+        if !edited.is_empty_nonterminal() {
+            nodes.push((owner, edited));
+        }
+    }
+    let parts: Vec<(&[u8], Node)> = nodes
+        .iter()
+        .map(|(o, n)| (o.as_slice(), n.clone()))
+        .collect();
+    let (zone, _rejected) = Zone::from_parts(zone.apex().clone(), zone.class(), parts);
+    Ok(zone)
+}
+
+/// One node after its changes; `node` is `None` for a new owner.
+fn edit_node(
+    node: Option<&Node>,
+    changes: &[(bool, &Record)],
+    apex: bool,
+    new_soa: &Record,
+) -> Result<Node, DiffError> {
+    let mut sets: std::collections::BTreeMap<u16, EditedSet> = std::collections::BTreeMap::new();
+    for set in node.map(Node::rrsets).unwrap_or(&[]) {
+        let rdatas = set
+            .rdatas()
+            .map(|rd| {
+                (
+                    crate::build::canonical_rdata(set.rtype(), rd).into_owned(),
+                    rd.to_vec(),
+                )
+            })
+            .collect();
+        sets.insert(
+            set.rtype().0,
+            EditedSet {
+                ttl: set.ttl(),
+                rdatas,
+            },
+        );
+    }
+    for &(add, r) in changes {
+        let rtype = r.rtype();
+        let mut wire = Vec::new();
+        r.rdata.write_wire(&mut wire);
+        let key = crate::build::canonical_rdata(rtype, &wire).into_owned();
+        if add {
+            let set = sets.entry(rtype.0).or_insert_with(|| EditedSet {
+                ttl: r.ttl,
+                rdatas: std::collections::BTreeMap::new(),
+            });
+            // RRSIGs share one stored RRset whose TTL answers never use.
+            if rtype != Rtype::RRSIG {
+                set.ttl = r.ttl;
+            }
+            if set.rdatas.insert(key, wire).is_some() {
+                return Err(DiffError::DuplicateRecord(r.to_string()));
+            }
+        } else {
+            let removed = sets
+                .get_mut(&rtype.0)
+                .and_then(|set| set.rdatas.remove(&key));
+            if removed.is_none() {
+                return Err(DiffError::MissingRecord(r.to_string()));
+            }
+        }
+    }
+    if apex {
+        let mut wire = Vec::new();
+        new_soa.rdata.write_wire(&mut wire);
+        let key = crate::build::canonical_rdata(Rtype::SOA, &wire).into_owned();
+        let mut rdatas = std::collections::BTreeMap::new();
+        rdatas.insert(key, wire);
+        sets.insert(
+            Rtype::SOA.0,
+            EditedSet {
+                ttl: new_soa.ttl,
+                rdatas,
+            },
+        );
+    }
+    let rrsets: Vec<RRset> = sets
+        .into_iter()
+        .filter(|(_, s)| !s.rdatas.is_empty())
+        .map(|(t, s)| RRset::from_rdatas(Rtype(t), s.ttl, s.rdatas.values().map(Vec::as_slice)))
+        .collect();
+    Ok(Node::new(rrsets))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -368,6 +504,43 @@ mod tests {
         let d = diff_zones(&a, &b).unwrap();
         let applied = apply_diff(a.records().collect(), &d).unwrap();
         assert_eq!(lines(&applied), lines(&b.records().collect::<Vec<_>>()));
+    }
+
+    #[test]
+    fn applying_a_diff_to_the_zone_itself_gives_the_new_version() {
+        let (a, b) = (zone(V1), zone(V2));
+        let d = diff_zones(&a, &b).unwrap();
+        let applied = apply_to_zone(&a, &d).unwrap();
+        assert_eq!(
+            lines(&applied.records().collect::<Vec<_>>()),
+            lines(&b.records().collect::<Vec<_>>())
+        );
+        assert!(diff_zones(&applied, &b).unwrap().is_empty());
+        // The empty non-terminal above a new name exists, the old one's went.
+        let deep =
+            zone("$TTL 300\n@ SOA ns h 2 2 3 4 5\n@ NS ns\nns A 192.0.2.1\na.b.c A 192.0.2.5\n");
+        let d = diff_zones(&a, &deep).unwrap();
+        let applied = apply_to_zone(&a, &d).unwrap();
+        assert!(applied
+            .node(&"b.c.example.".parse().unwrap())
+            .is_some_and(Node::is_empty_nonterminal));
+        assert!(applied.node(&"old.example.".parse().unwrap()).is_none());
+    }
+
+    #[test]
+    fn applying_a_stale_diff_to_a_zone_fails() {
+        let (a, b) = (zone(V1), zone(V2));
+        let d = diff_zones(&a, &b).unwrap();
+        assert!(matches!(
+            apply_to_zone(&b, &d),
+            Err(DiffError::SerialMismatch { .. })
+        ));
+        let mut stale = d.clone();
+        stale.removed.push(stale.added[0].clone());
+        assert!(matches!(
+            apply_to_zone(&a, &stale),
+            Err(DiffError::MissingRecord(_))
+        ));
     }
 
     #[test]

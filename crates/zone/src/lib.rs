@@ -26,7 +26,7 @@ pub mod zoneset;
 pub use build::ZoneBuilder;
 pub use check::{Problem, Severity};
 pub use diagnostic::Diagnostic;
-pub use diff::{apply_diff, diff_zones, DiffError, ZoneDiff};
+pub use diff::{apply_diff, apply_to_zone, diff_zones, DiffError, ZoneDiff};
 pub use load::{load_zone_file, LoadError};
 pub use parse::{parse_file, parse_str};
 pub use printer::print_zone;

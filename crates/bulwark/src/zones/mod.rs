@@ -25,7 +25,7 @@ use arc_swap::ArcSwap;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Name, Record};
 use bulwark_store::{Store, ZoneTimers};
-use bulwark_zone::{apply_diff, Zone, ZoneDiff, ZoneSet};
+use bulwark_zone::{apply_to_zone, Zone, ZoneDiff, ZoneSet};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::ZoneSpec;
@@ -485,10 +485,7 @@ impl Zones {
             Ok(None) => return Ok(Ok(None)),
             Err(e) => return Ok(Err(e)),
         };
-        let records = apply_diff(base.records().collect(), &diff)
-            .map_err(|e| ChangeError::Rejected(e.to_string()))?;
-        let zone = version::build_lenient(origin, records)
-            .map_err(|p| ChangeError::Rejected(p.join("; ")))?;
+        let zone = apply_to_zone(&base, &diff).map_err(|e| ChangeError::Rejected(e.to_string()))?;
         let serial = self.commit(
             &mut table,
             &spec,
@@ -528,14 +525,14 @@ impl Zones {
                     .get(origin)
                     .and_then(|e| e.unsigned.clone())
                     .ok_or(ChangeError::NoCopy)?;
-                let mut records: Vec<Record> = base.records().collect();
+                let mut zone: Option<Zone> = None;
                 for d in &diffs {
-                    records =
-                        apply_diff(records, d).map_err(|e| ChangeError::Rejected(e.to_string()))?;
+                    let next = apply_to_zone(zone.as_ref().unwrap_or(&base), d)
+                        .map_err(|e| ChangeError::Rejected(e.to_string()))?;
+                    zone = Some(next);
                 }
                 (
-                    version::build_lenient(origin, records)
-                        .map_err(|p| ChangeError::Rejected(p.join("; ")))?,
+                    zone.unwrap_or_else(|| (*base).clone()),
                     Cause::TransferIncremental,
                 )
             }
