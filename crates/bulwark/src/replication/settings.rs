@@ -363,7 +363,13 @@ fn build_key(
         let keys = match bulwark_xfr::tsig_keyfile::parse_key_file(&text) {
             Ok(k) => k,
             Err(e) => {
-                problems.push(format!("{}:{e}", path.display()));
+                problems.push(format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    e.line,
+                    e.column,
+                    e.kind
+                ));
                 return None;
             }
         };
