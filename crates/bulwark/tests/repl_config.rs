@@ -101,7 +101,7 @@ fn keys_from_tsig_keygen_and_keymgr_files_sign_and_check_queries() {
         ],
         dir.path().join("bulwark.log"),
     );
-    let at = format!("@127.0.0.1");
+    let at = "@127.0.0.1".to_string();
     let port_arg = format!("-p{port}");
     let signed_soa = |key: &str| {
         let out = Command::new(&kdig)

@@ -44,10 +44,38 @@ const MAX_INTERVAL: u64 = 86_400;
 /// A zone's refresh task, and the way to wake it.
 type RefreshTask = (Arc<Notify>, JoinHandle<()>);
 
+/// Refreshes (SOA query and transfer) under way at once, over all zones. A
+/// secondary of many zones (a catalog's thousand) must not open a thousand
+/// connections to one primary at start: the primary would close most of them
+/// (its per-client connection cap), and every refused zone would retry at
+/// the same moments. Knot runs zone events on a small worker pool likewise.
+const CONCURRENT_REFRESHES: usize = 8;
+
 /// The refresh tasks of every secondary zone, and how to wake one.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Secondaries {
     tasks: Mutex<HashMap<Name, RefreshTask>>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for Secondaries {
+    fn default() -> Self {
+        Secondaries {
+            tasks: Mutex::new(HashMap::new()),
+            slots: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_REFRESHES)),
+        }
+    }
+}
+
+/// `seconds` plus up to a quarter more, at random: zones that failed
+/// together must not all retry together.
+fn jittered(seconds: u64) -> u64 {
+    let spread = seconds / 4;
+    if spread == 0 {
+        return seconds;
+    }
+    let r = u64::from(super::client::random_id());
+    seconds.saturating_add(r.checked_rem(spread.saturating_add(1)).unwrap_or(0))
 }
 
 impl Secondaries {
@@ -78,6 +106,7 @@ impl Secondaries {
                 Arc::clone(zones),
                 spec.origin.clone(),
                 Arc::clone(&poke),
+                Arc::clone(&self.slots),
                 shutdown.clone(),
             ));
             tasks.insert(spec.origin, (poke, handle));
@@ -124,6 +153,7 @@ async fn refresh_forever(
     zones: Arc<Zones>,
     origin: Name,
     poke: Arc<Notify>,
+    slots: Arc<tokio::sync::Semaphore>,
     shutdown: bulwark_net::Shutdown,
 ) {
     let mut first_retry = FIRST_RETRY;
@@ -147,7 +177,11 @@ async fn refresh_forever(
             return;
         };
         let outcome = tokio::select! {
-            r = refresh_once(&zones, &spec) => r,
+            r = async {
+                // Closed only when the server stops.
+                let _slot = slots.acquire().await.ok();
+                refresh_once(&zones, &spec).await
+            } => r,
             _ = shutdown.wait() => return,
         };
         let now = unix_now();
@@ -166,14 +200,14 @@ async fn refresh_forever(
             }
             Refreshed::Failed => {
                 let held = zones.held_soa(&origin);
-                let retry = match held.as_ref().and_then(soa_fields) {
+                let retry = jittered(match held.as_ref().and_then(soa_fields) {
                     Some(f) => clamp(f.retry),
                     None => {
                         let r = first_retry;
                         first_retry = first_retry.saturating_mul(2).min(MAX_FIRST_RETRY);
                         r
                     }
-                };
+                });
                 timers.next_refresh = now.saturating_add(retry);
                 if timers.expire_at != 0 && timers.expire_at <= now {
                     zones.expire(&origin);

@@ -160,8 +160,13 @@ impl Journal {
         let signed = spec.signing.is_some();
         let source = source_kind(spec);
         let secondary = spec.replication.is_secondary();
-        let mut commit =
-            Commit::new().put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
+        // The served serial is needed only where it does not follow from the
+        // content: a signed zone (signing moves it) and a generated catalog.
+        let keeps_serial = signed || spec.replication.generates_catalog();
+        let mut commit = Commit::new();
+        if keeps_serial {
+            commit = commit.put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
+        }
         let source_limit = JournalLimit {
             max_bytes: spec.replication.journal_max_bytes,
             // A primary's changes past its file are their only copy.
@@ -224,6 +229,11 @@ impl Journal {
                 commit = commit.append(JournalKind::Served, [d.clone()]);
             }
         }
+        if commit.is_empty() {
+            // Nothing to keep (a zone loaded from its file, as it was): no
+            // synced write, which matters for a server loading many zones.
+            return Ok(());
+        }
         commit = commit.limit(source, source_limit);
         match self.store.commit(origin, commit) {
             Ok(outcome) => {
@@ -245,8 +255,10 @@ impl Journal {
                 // cleared, or made by another configuration): start it over.
                 tracing::info!(zone = %origin, "the journal does not continue from this version; starting it anew");
                 let _ = self.store.clear_journal(origin, JournalKind::Served);
-                let mut retry =
-                    Commit::new().put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
+                let mut retry = Commit::new();
+                if keeps_serial {
+                    retry = retry.put_meta(SERVED_SERIAL, version.serial.to_be_bytes().to_vec());
+                }
                 if secondary || matches!(cause, Cause::TransferFull) {
                     let _ = self.store.clear_journal(origin, source);
                     retry = retry.snapshot(
