@@ -168,20 +168,28 @@ fn ask(addr: SocketAddr, qname: &str, qtype: RecordType) -> Result<Answer, Strin
     query(addr, &spec, Transport::Tcp, QUERY_TIMEOUT).map_err(|e| format!("{qname} {qtype}: {e}"))
 }
 
-/// Whether the answer holds an RRSIG covering `covered`. hickory (built
-/// without DNSSEC support) renders RRSIG rdata as RFC 3597 hex, whose first
-/// two octets are the type covered (RFC 4034 §3.1).
 fn signs(answer: &Answer, covered: RecordType) -> bool {
-    let prefix = format!("{:04x}", u16::from(covered));
-    answer
-        .rdata_of("RRSIG")
-        .iter()
-        .any(|r| rfc3597_hex(r).starts_with(&prefix))
+    support::rrsig_covers(answer, covered)
 }
 
-/// The hex of rdata rendered as RFC 3597 §5 `\# LENGTH HEX`.
-fn rfc3597_hex(rdata: &str) -> &str {
-    rdata.split(' ').nth(2).unwrap_or("")
+/// Flags, protocol and algorithm of DNSKEY rdata as 8 hex digits, from
+/// either of hickory's renderings (see `support::rrsig_covers`): RFC 3597
+/// `\# LENGTH HEX`, or text `FLAGS PROTOCOL ALGORITHM KEY` with the
+/// algorithm as a number or a mnemonic.
+fn dnskey_head(rdata: &str) -> String {
+    let fields: Vec<&str> = rdata.split(' ').collect();
+    if fields.first() == Some(&"\\#") {
+        return fields.get(2).unwrap_or(&"").chars().take(8).collect();
+    }
+    let flags: u16 = fields.first().and_then(|f| f.parse().ok()).unwrap_or(0);
+    let protocol: u8 = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+    let algorithm: u8 = match fields.get(2).map(|a| a.to_ascii_uppercase()) {
+        Some(a) if a == "RSASHA256" => 8,
+        Some(a) if a == "ECDSAP256SHA256" => 13,
+        Some(a) => a.parse().unwrap_or(0),
+        None => 0,
+    };
+    format!("{flags:04x}{protocol:02x}{algorithm:02x}")
 }
 
 /// The serial of an SOA answer (RFC 1035 §3.3.13: the third rdata field).
@@ -373,7 +381,7 @@ fn hidden_primary_to_signer_to_public_secondary_serves_a_valid_signed_zone_and_i
     let mut keys: Vec<String> = dnskey
         .rdata_of("DNSKEY")
         .iter()
-        .map(|k| rfc3597_hex(k).chars().take(8).collect())
+        .map(|k| dnskey_head(k))
         .collect();
     keys.sort();
     assert_eq!(keys, ["01000308", "01010308"], "a ZSK and a KSK: {dnskey}");

@@ -251,15 +251,8 @@ impl Primary {
     }
 }
 
-/// Whether the answer holds an RRSIG covering `covered`. hickory (built
-/// without DNSSEC support) renders RRSIG rdata as RFC 3597 `\# LEN HEX`,
-/// whose first two octets are the type covered (RFC 4034 §3.1).
 fn signs(answer: &Answer, covered: RecordType) -> bool {
-    let prefix = format!("{:04x}", u16::from(covered));
-    answer
-        .rdata_of("RRSIG")
-        .iter()
-        .any(|r| r.split(' ').nth(2).unwrap_or("").starts_with(&prefix))
+    support::rrsig_covers(answer, covered)
 }
 
 /// One change and what must be served after it.

@@ -609,6 +609,24 @@ impl Answer {
     }
 }
 
+/// Whether the answer section holds an RRSIG covering `covered`. hickory
+/// renders RRSIG rdata as RFC 3597 hex (`\# LEN 0001...`) when built
+/// without its DNSSEC support and as text (`a rsasha256 ...`) when another
+/// crate of the workspace turned that on: cargo unifies features over the
+/// whole test run, so either may come.
+pub fn rrsig_covers(answer: &Answer, covered: RecordType) -> bool {
+    let hex = format!("{:04x}", u16::from(covered));
+    let text = type_name(covered);
+    answer.rdata_of("RRSIG").iter().any(|r| {
+        let mut fields = r.split(' ');
+        match fields.next() {
+            Some("\\#") => fields.nth(1).is_some_and(|f| f.starts_with(&hex)),
+            Some(first) => first.eq_ignore_ascii_case(&text),
+            None => false,
+        }
+    })
+}
+
 /// The rdata of the records of type `rtype` among rendered records.
 pub fn records_of(records: &[String], rtype: &str) -> Vec<String> {
     records
