@@ -71,6 +71,10 @@ impl ResponseVerifier {
 
     /// Checks the next message of the response.
     pub fn verify(&mut self, msg: &[u8], now: u64) -> Result<(), TsigFailure> {
+        // After a failure the response is abandoned: the first reason stands.
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
         let view = MessageView::parse(msg).map_err(MalformedTsig::Message);
         match view {
             Ok(view) => self.verify_view(&view, now),
