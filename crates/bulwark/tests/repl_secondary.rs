@@ -853,3 +853,52 @@ fn a_restarted_secondary_serves_its_stored_copy_without_the_primary() {
         "a transfer with the primary stopped?\n{log}"
     );
 }
+
+/// Primaries are tried in order: with the first one down, the zone comes
+/// from the second, and the log says what happened to each.
+#[test]
+fn a_primary_that_does_not_answer_is_passed_over_for_the_next() {
+    if have_clients().is_none() {
+        return;
+    }
+    let dir = support::temp_dir("repl-sec-order-");
+    let (pdir, sdir) = (dir.path().join("knot"), dir.path().join("bulwark"));
+    fs::create_dir_all(&pdir).unwrap();
+    fs::create_dir_all(&sdir).unwrap();
+    let Some(mut primary) = Primary::knot(
+        &pdir,
+        &zone_text(1, SLOW, 1),
+        KnotJournal::Differences,
+        None,
+    ) else {
+        return;
+    };
+    primary.start();
+    // A port nothing listens on: connections are refused at once.
+    let dead: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
+    let sec_port = support::free_port();
+    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
+    let conf = fs::read_to_string(sdir.join("bulwark.toml")).unwrap();
+    let conf = conf.replace("primaries = [\"pri\"]", "primaries = [\"dead\", \"pri\"]")
+        + &format!("\n[remote.dead]\naddress = \"{dead}\"\nkey = \"{KEY_NAME}\"\n");
+    fs::write(sdir.join("bulwark.toml"), conf).unwrap();
+    let sec_addr = secondary.addr;
+    secondary.start();
+    wait_until(
+        "bulwark serves serial 1 from the second primary",
+        &mut [&mut secondary.daemon, &mut primary.daemon],
+        || serves_serial(sec_addr, 1),
+    );
+    let log = secondary.daemon.current_log();
+    let failed = log
+        .lines()
+        .position(|l| l.contains("refresh from primary failed") && l.contains(&dead.to_string()));
+    let transferred = log.lines().position(|l| {
+        l.contains("zone transferred") && l.contains(&format!("primary={}", primary.addr))
+    });
+    assert!(
+        matches!((failed, transferred), (Some(f), Some(t)) if f < t),
+        "the dead primary first, then the live one:\n{log}"
+    );
+    assert_same_zone(&primary, &secondary, "from the second primary");
+}
