@@ -19,7 +19,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
 SANITIZER="${FUZZ_SANITIZER:-address}"
-ALL_TARGETS=(message_parse message_roundtrip answer_query zone_parse tcp_framing)
+ALL_TARGETS=(message_parse message_roundtrip answer_query zone_parse tcp_framing
+    xfr_update transfer_reader tsig_verify)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 
 export RUSTC_BOOTSTRAP=1
