@@ -438,6 +438,9 @@ pub(crate) struct Walked {
     pub wire_len: usize,
 }
 
+/// The DNS message header's size (RFC 1035 §4.1.1).
+const MESSAGE_HEADER_LEN: usize = 12;
+
 /// Walks a possibly compressed name starting at `start` in `msg` (RFC 1035
 /// §4.1.4), handing each raw label (length octet and body; the root's single
 /// zero octet last) to `on_label`. Checks labels ≤ 63 octets (the 0x40 and 0x80
@@ -483,7 +486,11 @@ pub(crate) fn walk_compressed(
                     .get(pos.saturating_add(1))
                     .ok_or(bad(pos, NameError::Truncated))?;
                 let target = usize::from(u16::from_be_bytes([len & 0x3f, lo]));
-                if target >= limit {
+                // RFC 1035 §4.1.4: a pointer is an offset from the start of
+                // the message, whose first 12 octets are the header: no name
+                // lives there, and a name read from it would change with the
+                // ID or a count (a forwarder rewriting the ID, TSIG's ARCOUNT).
+                if target >= limit || target < MESSAGE_HEADER_LEN {
                     return Err(bad(pos, NameError::BadPointer));
                 }
                 if resume.is_none() {
@@ -777,14 +784,25 @@ mod tests {
 
     #[test]
     fn compression_pointers_must_point_backwards() {
-        // header-less toy message: "example.com." at 0, then "www" + pointer to 0 at 13.
-        let mut msg = vec![
+        // A header, "example.com." at 12, then "www" + pointer to 12 at 25.
+        let mut msg = vec![0u8; 12];
+        msg.extend_from_slice(&[
             7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm', 0,
-        ];
-        msg.extend_from_slice(&[3, b'w', b'w', b'w', 0xc0, 0]);
-        let mut r = Reader::at(&msg, 13);
+        ]);
+        msg.extend_from_slice(&[3, b'w', b'w', b'w', 0xc0, 12]);
+        let mut r = Reader::at(&msg, 25);
         assert_eq!(Name::read(&mut r).unwrap(), n("www.example.com."));
         assert_eq!(r.position(), msg.len());
+        // A pointer into the header, where no name lives.
+        let mut into_header = msg.clone();
+        into_header[12..14].copy_from_slice(&[0xc0, 2]);
+        assert!(matches!(
+            Name::read(&mut Reader::at(&into_header, 12)),
+            Err(WireError::BadName {
+                reason: NameError::BadPointer,
+                ..
+            })
+        ));
 
         // A pointer to itself.
         let looped = [0xc0u8, 0];
@@ -854,12 +872,13 @@ mod tests {
 
     #[test]
     fn walk_reports_end_after_first_pointer_and_full_length() {
-        let msg = [1u8, b'a', 0, 1, b'b', 0xc0, 0, 0xff];
-        let w = walk_compressed(&msg, 3, |_| Ok(())).unwrap();
+        let mut msg = vec![0u8; 12];
+        msg.extend_from_slice(&[1u8, b'a', 0, 1, b'b', 0xc0, 12, 0xff]);
+        let w = walk_compressed(&msg, 15, |_| Ok(())).unwrap();
         assert_eq!(
             w,
             Walked {
-                end: 7,
+                end: 19,
                 wire_len: 5
             }
         );

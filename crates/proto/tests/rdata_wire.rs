@@ -114,10 +114,12 @@ fn rfc_examples_encode_to_their_published_bytes() {
     }
 }
 
-/// A toy message: "example.com." at offset 0, then an MX rdata at 13 whose
-/// exchange is `mail` + a pointer to offset 0.
+/// A toy message: a header, "example.com." at offset 12, then `rdata`
+/// (whose pointers target offset 12).
 fn message_with_compressed_rdata(rdata: &[u8]) -> (Vec<u8>, usize) {
-    let mut msg = vec![7];
+    // A header's worth of octets first: pointers never target the header.
+    let mut msg = vec![0u8; 12];
+    msg.push(7);
     msg.extend_from_slice(b"example");
     msg.push(3);
     msg.extend_from_slice(b"com");
@@ -131,7 +133,7 @@ fn message_with_compressed_rdata(rdata: &[u8]) -> (Vec<u8>, usize) {
 fn names_in_rfc1035_types_may_be_compressed() {
     let mut mx = vec![0, 10, 4];
     mx.extend_from_slice(b"mail");
-    mx.extend_from_slice(&[0xc0, 0]);
+    mx.extend_from_slice(&[0xc0, 12]);
     let (msg, at) = message_with_compressed_rdata(&mx);
     let mut r = Reader::at(&msg, at);
     let rd = Rdata::read(Rtype::MX, &mut r, mx.len()).unwrap();
@@ -139,14 +141,14 @@ fn names_in_rfc1035_types_may_be_compressed() {
     assert_eq!(r.position(), msg.len());
 
     // SOA with both names compressed.
-    let mut soa = vec![2, b'n', b's', 0xc0, 0, 0xc0, 0];
+    let mut soa = vec![2, b'n', b's', 0xc0, 12, 0xc0, 12];
     soa.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5]);
     let (msg, at) = message_with_compressed_rdata(&soa);
     let rd = Rdata::read(Rtype::SOA, &mut Reader::at(&msg, at), soa.len()).unwrap();
     assert_eq!(rd.to_string(), "ns.example.com. example.com. 1 2 3 4 5");
 
     // SRV, lenient like peers.
-    let srv = [0, 1, 0, 2, 0, 3, 0xc0, 0];
+    let srv = [0, 1, 0, 2, 0, 3, 0xc0, 12];
     let (msg, at) = message_with_compressed_rdata(&srv);
     let rd = Rdata::read(Rtype::SRV, &mut Reader::at(&msg, at), srv.len()).unwrap();
     assert_eq!(rd.to_string(), "1 2 3 example.com.");
@@ -155,12 +157,12 @@ fn names_in_rfc1035_types_may_be_compressed() {
 #[test]
 fn names_in_newer_types_must_not_be_compressed() {
     for (rtype, rdata) in [
-        (Rtype::NSEC, vec![0xc0, 0]),
-        (Rtype::DNAME, vec![0xc0, 0]),
-        (Rtype::SVCB, vec![0, 1, 0xc0, 0]),
+        (Rtype::NSEC, vec![0xc0, 12]),
+        (Rtype::DNAME, vec![0xc0, 12]),
+        (Rtype::SVCB, vec![0, 1, 0xc0, 12]),
         (Rtype::RRSIG, {
             let mut v = vec![0, 1, 8, 2, 0, 0, 0, 60, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
-            v.extend_from_slice(&[0xc0, 0, 1, 2]);
+            v.extend_from_slice(&[0xc0, 12, 1, 2]);
             v
         }),
     ] {
