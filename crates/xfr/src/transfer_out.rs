@@ -14,6 +14,7 @@ use bulwark_proto::message::{
     BuildError, Flags, Header, MessageBuilder, MessageView, OptRecord, Question, Section,
     HEADER_LEN,
 };
+use bulwark_proto::rdata::{compressible_pieces, RdataPiece};
 use bulwark_proto::{Class, Name, Opcode, Rcode, Rdata, Rtype};
 use bulwark_zone::zone::Node;
 use bulwark_zone::{Zone, ZoneDiff};
@@ -731,68 +732,6 @@ impl NameMemory {
     }
 }
 
-/// One field of rdata as far as compression goes.
-#[derive(Clone, Copy)]
-enum Field {
-    Name,
-    Fixed(usize),
-}
-
-/// RFC 3597 §4: only the names in the rdata of RFC 1035's own types may be
-/// compressed; these are their layouts (RFC 1035 §3.3). Every other type's
-/// rdata goes out as it is stored.
-fn compressible_layout(rtype: Rtype) -> Option<&'static [Field]> {
-    use Field::{Fixed, Name};
-    match rtype {
-        Rtype::NS
-        | Rtype::MD
-        | Rtype::MF
-        | Rtype::CNAME
-        | Rtype::MB
-        | Rtype::MG
-        | Rtype::MR
-        | Rtype::PTR => Some(&[Name]),
-        Rtype::MINFO => Some(&[Name, Name]),
-        // MNAME, RNAME, then serial, refresh, retry, expire, minimum.
-        Rtype::SOA => Some(&[Name, Name, Fixed(20)]),
-        Rtype::MX => Some(&[Fixed(2), Name]),
-        _ => None,
-    }
-}
-
-/// Where each field of `rdata` ends, if `rdata` is exactly `layout`.
-fn field_ends(layout: &[Field], rdata: &[u8]) -> Option<[usize; 3]> {
-    let mut ends = [0usize; 3];
-    let mut pos = 0usize;
-    for (field, end) in layout.iter().zip(ends.iter_mut()) {
-        let len = match field {
-            Field::Fixed(n) => *n,
-            Field::Name => {
-                let rest = rdata.get(pos..)?;
-                // The name's own length: up to and including its root label.
-                let mut p = 0usize;
-                loop {
-                    let l = usize::from(*rest.get(p)?);
-                    if l > MAX_LABEL {
-                        return None;
-                    }
-                    p = p.checked_add(l)?.checked_add(1)?;
-                    if l == 0 {
-                        break;
-                    }
-                }
-                if p > MAX_NAME {
-                    return None;
-                }
-                p
-            }
-        };
-        pos = pos.checked_add(len)?;
-        *end = pos;
-    }
-    (pos == rdata.len()).then_some(ends)
-}
-
 /// One message of a transfer being written into the caller's buffer.
 struct TransferMessage<'o> {
     out: &'o mut Vec<u8>,
@@ -881,22 +820,17 @@ impl<'o> TransferMessage<'o> {
     }
 
     fn write_rdata(&mut self, rtype: Rtype, rdata: &[u8]) {
-        let layout = compressible_layout(rtype);
-        let ends = layout.and_then(|l| field_ends(l, rdata));
-        let (Some(layout), Some(ends)) = (layout, ends) else {
-            // Other types, and rdata that does not match its type's layout,
-            // go out exactly as stored.
+        // Other types, and rdata that does not match its type's layout, go
+        // out exactly as stored.
+        let Some(pieces) = compressible_pieces(rtype, rdata) else {
             self.out.extend_from_slice(rdata);
             return;
         };
-        let mut from = 0usize;
-        for (field, &end) in layout.iter().zip(ends.iter()) {
-            let bytes = rdata.get(from..end).unwrap_or(&[]);
-            match field {
-                Field::Name => self.names.write_name(self.out, bytes),
-                Field::Fixed(_) => self.out.extend_from_slice(bytes),
+        for piece in pieces {
+            match piece {
+                RdataPiece::Name(name) => self.names.write_name(self.out, name),
+                RdataPiece::Octets(bytes) => self.out.extend_from_slice(bytes),
             }
-            from = end;
         }
     }
 

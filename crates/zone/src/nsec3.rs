@@ -172,7 +172,7 @@ impl Nsec3Chain {
 }
 
 /// The hash in `owner`'s first label when `owner` is a direct child of `apex`.
-fn hashed_label(owner: &[u8], apex: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn hashed_label(owner: &[u8], apex: &[u8]) -> Option<Vec<u8>> {
     let len = usize::from(*owner.first()?);
     let rest = owner.get(len.checked_add(1)?..)?;
     if rest != apex {

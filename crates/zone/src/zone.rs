@@ -547,6 +547,18 @@ impl Zone {
         self.nsec3.lookup(hash)
     }
 
+    /// The node of `owner` when it is an NSEC3 owner name (the hash, in
+    /// base32hex, as a label under the apex, RFC 5155 §3.3) in the zone's
+    /// chain, which is kept apart from the namespace [`Zone::node`] searches.
+    pub fn nsec3_node(&self, owner: &Name) -> Option<&Node> {
+        let lower = owner.to_lowercase();
+        let hash = crate::nsec3::hashed_label(lower.as_wire(), self.apex.as_wire())?;
+        match self.nsec3(&hash)? {
+            Nsec3Lookup::Matching(found) if found.owner == lower.as_wire() => Some(found.node),
+            _ => None,
+        }
+    }
+
     /// The NSEC that matches or covers `lower_wire` (a lowercased wire name at
     /// or below the apex): the NSEC of the last name at or before it in
     /// canonical order that holds one (RFC 4034 §4.1.1), with that name's owner
@@ -709,6 +721,26 @@ mod tests {
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn nsec3_owners_are_found_in_the_chain_by_name_not_in_the_namespace() {
+        let text = "$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+                    0P9MHAVEQVM6T7VBL5LOP2U3T2RP3TOM NSEC3 1 0 0 - 0p9mhaveqvm6t7vbl5lop2u3t2rp3tom NS SOA\n";
+        let origin = n("example.");
+        let records = crate::parse_str(text, &origin, "test").unwrap();
+        let mut builder = crate::ZoneBuilder::new(&origin);
+        for r in records {
+            builder.add(r);
+        }
+        let (zone, _) = builder.finish();
+        let owner = n("0P9MHAVEQVM6T7VBL5LOP2U3T2RP3TOM.example.");
+        assert!(zone.node(&owner).is_none());
+        assert!(zone.nsec3_node(&owner).is_some_and(|n| n.has(Rtype::NSEC3)));
+        assert!(zone.nsec3_node(&n("ns.example.")).is_none());
+        assert!(zone
+            .nsec3_node(&n("0p9mhaveqvm6t7vbl5lop2u3t2rp3too.example."))
+            .is_none());
     }
 
     #[test]

@@ -125,6 +125,38 @@ pub(crate) fn lowercased_in_canonical(rtype: Rtype) -> bool {
     )
 }
 
+/// One piece of record data as a message writer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdataPiece<'a> {
+    /// An uncompressed wire name the writer may compress (RFC 3597 §4).
+    Name(&'a [u8]),
+    /// Octets written as they are.
+    Octets(&'a [u8]),
+}
+
+/// `rdata` of `rtype` cut at the names a writer may compress: for writers
+/// with their own compression table (zone transfers). `None` when the type's
+/// names must not be compressed, or the rdata does not fit its layout: the
+/// writer then copies it whole.
+pub fn compressible_pieces(
+    rtype: Rtype,
+    rdata: &[u8],
+) -> Option<impl Iterator<Item = RdataPiece<'_>> + '_> {
+    let layout = layout(rtype).filter(|l| compressible(rtype) && l.fits_exactly(rdata))?;
+    Some(
+        split(layout.parts, rdata)
+            .flatten()
+            .map(move |(part, start, end)| {
+                let bytes = rdata.get(start..end).unwrap_or(&[]);
+                if part == Part::Name {
+                    RdataPiece::Name(bytes)
+                } else {
+                    RdataPiece::Octets(bytes)
+                }
+            }),
+    )
+}
+
 /// Length of the uncompressed wire name at the start of `bytes`, if it is a
 /// valid one that fits in `bytes`.
 pub(crate) fn uncompressed_name_len(bytes: &[u8]) -> Option<usize> {

@@ -24,7 +24,7 @@ use crate::wire::{Reader, WireError};
 
 pub use basic::{Naptr, Soa, Srv};
 pub use dnssec::{Csync, Dnskey, Ds, Nsec, Nsec3, Nsec3param, Rrsig, TypeBitmap};
-pub use layout::canonical_wire;
+pub use layout::{canonical_wire, compressible_pieces, RdataPiece};
 pub use loc::Loc;
 pub use locators::{Cert, Uri};
 pub use misc::{Caa, Sshfp, Tlsa, Zonemd};

@@ -9,7 +9,6 @@ use bulwark_proto::rdata::canonical_wire;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 use bulwark_zone::diff::soa_record;
-use bulwark_zone::nsec3::Nsec3Lookup;
 use bulwark_zone::zone::Node;
 use bulwark_zone::{Zone, ZoneDiff};
 
@@ -63,15 +62,7 @@ impl<'z> ZoneEdit<'z> {
     /// The NSEC3 chain's entry for `owner`, when `owner` is a direct child of
     /// the apex whose label is a base32hex hash (RFC 5155 §3.3) in the chain.
     fn chain_node(&self, owner: &Name) -> Option<&'z Node> {
-        let apex = self.zone.apex();
-        if owner.label_count() != apex.label_count().checked_add(1)? || !owner.ends_with(apex) {
-            return None;
-        }
-        let hash = decode_base32hex(owner.labels().next()?)?;
-        match self.zone.nsec3(&hash)? {
-            Nsec3Lookup::Matching(found) if found.owner == owner.as_wire() => Some(found.node),
-            _ => None,
-        }
+        self.zone.nsec3_node(owner)
     }
 
     /// The records of `rtype` at `owner` (lowercased) as the edit stands, with
@@ -390,30 +381,6 @@ fn decode(rtype: Rtype, rd: &[u8]) -> Rdata {
     })
 }
 
-/// RFC 4648 §7 base32hex without padding, either case (RFC 5155 §3.3): the
-/// hash an NSEC3 owner's first label carries. `None` for anything else.
-fn decode_base32hex(text: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len().saturating_mul(5) / 8);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for &c in text {
-        let v = match c {
-            b'0'..=b'9' => c.checked_sub(b'0')?,
-            b'a'..=b'v' => c.checked_sub(b'a')?.checked_add(10)?,
-            b'A'..=b'V' => c.checked_sub(b'A')?.checked_add(10)?,
-            _ => return None,
-        };
-        buffer = (buffer << 5) | u32::from(v);
-        bits = bits.checked_add(5)?;
-        if bits >= 8 {
-            bits = bits.checked_sub(8)?;
-            out.push(u8::try_from((buffer >> bits) & 0xff).ok()?);
-            buffer &= (1u32 << bits).checked_sub(1)?;
-        }
-    }
-    // What is left must be padding: less than an octet, all zero bits.
-    (bits < 5 && buffer == 0 && !out.is_empty()).then_some(out)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -463,17 +430,5 @@ mod tests {
         e.add_record(&www, Rtype::A, 300, &[192, 0, 2, 9]);
         e.delete_records(&www, Rtype::A, |rd| rd == [192, 0, 2, 9]);
         assert!(e.finish(SerialPolicy::Increment, 0).is_none());
-    }
-
-    #[test]
-    fn base32hex_decodes_nsec3_labels_only() {
-        let h = decode_base32hex(b"0p9mhaveqvm6t7vbl5lop2u3t2rp3tom").unwrap();
-        assert_eq!(h.len(), 20);
-        assert_eq!(
-            decode_base32hex(b"0P9MHAVEQVM6T7VBL5LOP2U3T2RP3TOM"),
-            Some(h)
-        );
-        assert!(decode_base32hex(b"www").is_none());
-        assert!(decode_base32hex(b"").is_none());
     }
 }
