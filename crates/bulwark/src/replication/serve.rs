@@ -141,7 +141,10 @@ pub fn handle(
     match divert {
         Divert::Signed => signed_query(answerer, zones, request, query, sig, out),
         Divert::Notify => notify(shared, &view, request.client, query, sig, out),
-        Divert::Transfer => transfer(shared, zones, &view, request, query, sig, out),
+        Divert::Transfer => {
+            let max_udp = answerer.config().max_udp_payload;
+            transfer(shared, zones, &view, request, max_udp, query, sig, out)
+        }
         Divert::Update => update(shared, &view, request.client, query, sig, out),
     }
 }
@@ -257,11 +260,13 @@ fn notify(
 /// AXFR and IXFR out. Over UDP, AXFR is NOTIMP (RFC 5936 §4.2, as Knot
 /// answers) and IXFR gets the current SOA (RFC 1995 §2: "ask over TCP");
 /// over TCP the transfer streams from a blocking thread.
+#[allow(clippy::too_many_arguments)]
 fn transfer(
     shared: &ReplicationShared,
     zones: &ZoneSet,
     view: &MessageView<'_>,
     request: &Request<'_>,
+    max_udp_payload: u16,
     query: &[u8],
     sig: Signature,
     out: &mut Vec<u8>,
@@ -300,7 +305,7 @@ fn transfer(
     let id = view.header().id;
     if request.transport == Transport::Udp {
         out.clear();
-        let limit = udp_limit(query, 1232).saturating_sub(
+        let limit = udp_limit(query, max_udp_payload).saturating_sub(
             sig.verified
                 .as_ref()
                 .map_or(0, |v| ResponseSigner::new(v).record_len()),

@@ -2,6 +2,7 @@
 //! is written from the zones that name it, and a consumed catalog's members
 //! become secondary zones made from its template.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bulwark_proto::rdata::Soa;
@@ -10,9 +11,10 @@ use bulwark_xfr::catalog::{catalog_changes, catalog_records, read_catalog, Catal
 use bulwark_zone::diff_zones;
 
 use super::version::{build_lenient, serial_of, set_serial, Cause};
-use super::{ZoneEntry, ZoneOutcome, ZoneTable, Zones};
+use super::{ZoneEntry, ZoneEvent, ZoneOutcome, ZoneTable, Zones};
 use crate::config::ZoneSpec;
 use crate::replication::settings::{CatalogRole, ZoneReplication};
+use crate::signing::unix_now;
 
 /// RFC 9432 §4.1: the SOA's values are not used by consumers; these are the
 /// ones Knot writes, with a zero negative TTL.
@@ -224,6 +226,60 @@ impl Zones {
     fn remember_catalog(&self, origin: &Name, catalog: Catalog) {
         if let Ok(mut c) = self.catalogs.lock() {
             c.insert(origin.clone(), catalog);
+        }
+    }
+
+    /// Replaces the member zones of the consumed catalog `catalog` with
+    /// `members` (their specs made from its template): zones no longer
+    /// listed stop being served and their stored copies are removed.
+    pub fn set_catalog_members(&self, catalog: &Name, members: Vec<ZoneSpec>, reset: &[Name]) {
+        let mut table = self.lock();
+        let configured: Vec<Name> = table.specs.iter().map(|s| s.origin.clone()).collect();
+        let wanted: HashMap<Name, ZoneSpec> = members
+            .into_iter()
+            .filter(|m| {
+                let clash = configured.contains(&m.origin);
+                if clash {
+                    tracing::warn!(catalog = %catalog, zone = %m.origin, "catalog member is also configured as a zone; the configuration wins");
+                }
+                !clash
+            })
+            .map(|m| (m.origin.clone(), m))
+            .collect();
+        let gone: Vec<Name> = table
+            .members
+            .iter()
+            .filter(|(origin, spec)| {
+                member_of(spec) == Some(catalog) && !wanted.contains_key(*origin)
+            })
+            .map(|(o, _)| o.clone())
+            .collect();
+        let mut changed = false;
+        for origin in gone.iter().chain(reset.iter()) {
+            table.members.remove(origin);
+            if table.entries.remove(origin).is_some() {
+                changed = true;
+            }
+            if let Some(j) = &self.journal {
+                j.remove_zone(origin);
+            }
+            tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone removed");
+        }
+        for (origin, spec) in wanted {
+            if !table.members.contains_key(&origin) {
+                tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone added");
+                table.members.insert(origin.clone(), spec.clone());
+                let _ = self.load_one(&mut table, &spec, unix_now());
+                changed = true;
+            }
+            table.members.insert(origin, spec);
+        }
+        if changed {
+            self.publish(&table);
+        }
+        drop(table);
+        if changed {
+            self.emit(ZoneEvent::ListChanged);
         }
     }
 }

@@ -3,15 +3,12 @@
 //! secondary's copy in the store (or its file), and where it goes back to:
 //! the zone file, rewritten atomically.
 
-use std::io::Write as _;
-use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bulwark_proto::Record;
 use bulwark_xfr::serial::serial_gt;
 use bulwark_zone::load::load_zone_file_with_warnings;
-use bulwark_zone::{apply_diff, diff_zones, Zone};
+use bulwark_zone::{apply_to_zone, diff_zones, Zone};
 
 use super::version::{build_lenient, reload_serial, serial_of, set_serial, Cause};
 use super::{ZoneEntry, ZoneOutcome, ZoneTable, Zones};
@@ -133,18 +130,20 @@ impl Zones {
             Some(d) if !d.is_empty() => d,
             _ => return Ok(None),
         };
-        let mut records: Vec<Record> = file_zone.records().collect();
+        let mut zone: Option<Zone> = None;
         for d in &diffs {
-            records = match apply_diff(records, d) {
-                Ok(r) => r,
+            match apply_to_zone(zone.as_ref().unwrap_or(file_zone), d) {
+                Ok(z) => zone = Some(z),
                 Err(e) => {
                     tracing::warn!(zone = %spec.origin, error = %e, "the journal does not apply to the zone file; serving the file and dropping the journal");
                     journal.clear_source(spec);
                     return Ok(None);
                 }
-            };
+            }
         }
-        let zone = build_lenient(&spec.origin, records)?;
+        let Some(zone) = zone else {
+            return Ok(None);
+        };
         tracing::info!(
             zone = %spec.origin,
             changes = diffs.len(),
@@ -283,53 +282,4 @@ fn failed(
         },
         None,
     )
-}
-
-/// Writes `zone` as a master file at `path`: to a temporary file beside it,
-/// flushed to disk, then renamed over it, so a crash leaves either the old
-/// file or the new one, never half of one.
-pub(super) fn write_zone_file(path: &Path, zone: &Zone) -> Result<(), String> {
-    let records: Vec<Record> = zone.records().collect();
-    let text = bulwark_zone::print_zone(&records);
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "zone".to_string());
-    let tmp = dir.join(format!(".{name}.bulwark-tmp"));
-    let header = format!(
-        "; {} written by bulwark at {} (serial {})\n",
-        zone.apex(),
-        humantime_now(),
-        serial_of(zone).map_or_else(|| "-".to_string(), |s| s.to_string())
-    );
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(header.as_bytes())?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        // The rename itself is durable once the directory is.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
-}
-
-/// Now as Unix seconds, for the file's header comment.
-fn humantime_now() -> String {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or_else(
-            |_| "-".to_string(),
-            |d| format!("unix time {}", d.as_secs()),
-        )
 }

@@ -14,10 +14,12 @@
 mod catalog;
 mod journal;
 mod load;
+mod report;
+mod resign;
 mod version;
+mod write_back;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -29,11 +31,12 @@ use bulwark_zone::{apply_to_zone, Zone, ZoneDiff, ZoneSet};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::ZoneSpec;
-use crate::replication::settings::CatalogRole;
 use crate::signing::unix_now;
-use crate::zone_signer::SignedState;
 
 pub(crate) use journal::Journal;
+#[cfg(test)]
+pub use report::ServedCopy;
+pub use report::ZoneInfo;
 use version::{next_version, Cause, NextVersion, Previous, SignedInfo};
 
 /// What became of one zone in a (re)load.
@@ -141,28 +144,6 @@ impl ZoneEntry {
             dirty_since: None,
         }
     }
-}
-
-/// What `ctl zone list` and `ctl zone status` show of one configured zone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZoneInfo {
-    pub origin: Name,
-    /// The file, or what stands for it (a secondary kept in the store).
-    pub file: String,
-    pub role: &'static str,
-    /// `None` when no copy of the zone is served.
-    pub served: Option<ServedCopy>,
-    pub timers: Option<ZoneTimers>,
-}
-
-/// The copy of a zone being served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServedCopy {
-    pub serial: Option<u32>,
-    pub names: usize,
-    pub loaded_at: SystemTime,
-    pub file_modified: Option<SystemTime>,
-    pub signed: Option<SignedState>,
 }
 
 /// Why a single-zone operation did not happen.
@@ -622,298 +603,6 @@ impl Zones {
             }
         }
     }
-
-    /// Each signed zone with the expiry of its earliest signature.
-    pub fn signature_expiries(&self) -> Vec<(Name, u64)> {
-        let table = self.lock();
-        let mut v: Vec<(Name, u64)> = table
-            .entries
-            .iter()
-            .filter(|(_, e)| e.served.as_ref().is_some_and(|z| is_available(z)))
-            .filter_map(|(apex, e)| Some((apex.clone(), e.signed.as_ref()?.state.expires)))
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// Each secondary zone with the time its copy expires (0: no copy yet).
-    pub fn secondary_expiries(&self) -> Vec<(Name, u64)> {
-        let mut v: Vec<(Name, u64)> = self
-            .specs()
-            .iter()
-            .filter(|s| s.replication.is_secondary())
-            .map(|s| {
-                let at = self.timers(&s.origin).map_or(0, |t| t.expire_at);
-                (s.origin.clone(), at)
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// When the earliest signed zone wants its next signing pass.
-    pub fn next_resign(&self) -> Option<u64> {
-        let table = self.lock();
-        table
-            .entries
-            .values()
-            .filter_map(|e| e.signed.as_ref().map(|c| c.state.next_resign))
-            .min()
-    }
-
-    /// Re-signs every signed zone whose pass is due at `now` from its
-    /// unsigned content; a zone that fails keeps the copy it has.
-    pub fn resign_due(&self, now: u64) -> usize {
-        let mut table = self.lock();
-        let due: Vec<(ZoneSpec, Arc<Zone>)> = table
-            .all_specs()
-            .into_iter()
-            .filter_map(|spec| {
-                let e = table.entries.get(&spec.origin)?;
-                let signed = e.signed.as_ref()?;
-                let unsigned = e.unsigned.clone()?;
-                (signed.state.next_resign <= now).then_some((spec, unsigned))
-            })
-            .collect();
-        let mut resigned: usize = 0;
-        let mut changed = Vec::new();
-        for (spec, unsigned) in due {
-            match self.commit(&mut table, &spec, unsigned, Cause::Resign, now) {
-                Ok(serial) => {
-                    resigned = resigned.saturating_add(1);
-                    if let Some(s) = serial {
-                        changed.push((spec.origin.clone(), s));
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(zone = %spec.origin, "re-signing: {e}");
-                    // Try again in a minute rather than spin.
-                    if let Some(s) = table
-                        .entries
-                        .get_mut(&spec.origin)
-                        .and_then(|e| e.signed.as_mut())
-                    {
-                        s.state.next_resign = now.saturating_add(60);
-                    }
-                }
-            }
-        }
-        if resigned > 0 {
-            self.publish(&table);
-        }
-        drop(table);
-        for (origin, serial) in changed {
-            self.emit(ZoneEvent::Changed { origin, serial });
-        }
-        resigned
-    }
-
-    /// A signing pass for one zone now. `Ok(None)` when bulwark does not
-    /// sign it; the problems when the pass failed (the old copy stays).
-    pub fn resign_now(&self, origin: &Name) -> Result<Option<()>, Vec<String>> {
-        let mut table = self.lock();
-        let Some(spec) = table.spec(origin).cloned() else {
-            return Ok(None);
-        };
-        if spec.signing.is_none() {
-            return Ok(None);
-        }
-        let Some(unsigned) = table.entries.get(origin).and_then(|e| e.unsigned.clone()) else {
-            return Ok(None);
-        };
-        let serial = self
-            .commit(&mut table, &spec, unsigned, Cause::Resign, unix_now())
-            .map_err(|e| vec![e.to_string()])?;
-        self.publish(&table);
-        drop(table);
-        if let Some(serial) = serial {
-            self.emit(ZoneEvent::Changed {
-                origin: origin.clone(),
-                serial,
-            });
-        }
-        Ok(Some(()))
-    }
-
-    /// Every configured zone, sorted by origin.
-    pub fn infos(&self) -> Vec<ZoneInfo> {
-        let table = self.lock();
-        let mut v: Vec<ZoneInfo> = table
-            .all_specs()
-            .iter()
-            .map(|spec| {
-                let entry = table.entries.get(&spec.origin);
-                ZoneInfo {
-                    origin: spec.origin.clone(),
-                    file: spec.file_label(),
-                    role: role_name(spec),
-                    served: entry.and_then(|e| {
-                        let z = e.served.as_ref().filter(|z| is_available(z))?;
-                        Some(ServedCopy {
-                            serial: soa_serial(z),
-                            names: z.node_count(),
-                            loaded_at: e.loaded_at,
-                            file_modified: e.modified,
-                            signed: e.signed.as_ref().map(|c| c.state.clone()),
-                        })
-                    }),
-                    timers: spec
-                        .replication
-                        .is_secondary()
-                        .then(|| self.timers(&spec.origin))
-                        .flatten(),
-                }
-            })
-            .collect();
-        v.sort_by(|a, b| a.origin.cmp(&b.origin));
-        v
-    }
-
-    /// One configured zone, or `None` when it is not configured.
-    pub fn info(&self, origin: &Name) -> Option<ZoneInfo> {
-        self.infos().into_iter().find(|i| &i.origin == origin)
-    }
-
-    /// Origin, serial and size of each served zone, sorted by origin.
-    pub fn summaries(&self) -> Vec<(Name, Option<u32>, usize)> {
-        let set = self.current();
-        let mut v: Vec<_> = set
-            .zones()
-            .map(|z| (z.apex().clone(), soa_serial(z), z.node_count()))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
-
-    /// Zones whose unsigned content has changes their file lacks, for
-    /// longer than their `zonefile_sync` delay at `now`.
-    pub fn files_due(&self, now: Instant) -> Vec<Name> {
-        let table = self.lock();
-        table
-            .all_specs()
-            .iter()
-            .filter_map(|spec| {
-                let delay = spec.replication.zonefile_sync?;
-                let since = table.entries.get(&spec.origin)?.dirty_since?;
-                (now.saturating_duration_since(since) >= delay).then(|| spec.origin.clone())
-            })
-            .collect()
-    }
-
-    /// When the next file write is due, if any is pending.
-    pub fn next_file_due(&self) -> Option<Instant> {
-        let table = self.lock();
-        table
-            .all_specs()
-            .iter()
-            .filter_map(|spec| {
-                let delay = spec.replication.zonefile_sync?;
-                let since = table.entries.get(&spec.origin)?.dirty_since?;
-                since.checked_add(delay)
-            })
-            .min()
-    }
-
-    /// Writes the unsigned content of `origin` to its file (atomically:
-    /// beside it, then renamed over it), and lets the journal forget what
-    /// the file now holds.
-    pub fn write_file(&self, origin: &Name) -> Result<Option<PathBuf>, String> {
-        let (path, zone) = {
-            let table = self.lock();
-            let Some(spec) = table.spec(origin) else {
-                return Ok(None);
-            };
-            let Some(path) = spec.path.clone() else {
-                return Ok(None);
-            };
-            let Some(zone) = table.entries.get(origin).and_then(|e| e.unsigned.clone()) else {
-                return Ok(None);
-            };
-            (path, zone)
-        };
-        // Printed outside the lock: answering and other zones' changes go on.
-        load::write_zone_file(&path, &zone)?;
-        let serial = soa_serial(&zone);
-        let mut table = self.lock();
-        if let Some(e) = table.entries.get_mut(origin) {
-            // Another change may have come in meanwhile: stay dirty then.
-            let same = e.unsigned.as_ref().is_some_and(|u| Arc::ptr_eq(u, &zone));
-            e.file_serial = serial;
-            e.modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-            if same {
-                e.dirty_since = None;
-            }
-        }
-        drop(table);
-        if let (Some(j), Some(spec), Some(serial)) = (&self.journal, self.spec(origin), serial) {
-            j.file_written(&spec, serial);
-        }
-        tracing::info!(zone = %origin, file = %path.display(), serial, "zone file written");
-        Ok(Some(path))
-    }
-
-    /// Replaces the member zones of the consumed catalog `catalog` with
-    /// `members` (their specs made from its template): zones no longer
-    /// listed stop being served and their stored copies are removed.
-    pub fn set_catalog_members(&self, catalog: &Name, members: Vec<ZoneSpec>, reset: &[Name]) {
-        let mut table = self.lock();
-        let configured: Vec<Name> = table.specs.iter().map(|s| s.origin.clone()).collect();
-        let wanted: HashMap<Name, ZoneSpec> = members
-            .into_iter()
-            .filter(|m| {
-                let clash = configured.contains(&m.origin);
-                if clash {
-                    tracing::warn!(catalog = %catalog, zone = %m.origin, "catalog member is also configured as a zone; the configuration wins");
-                }
-                !clash
-            })
-            .map(|m| (m.origin.clone(), m))
-            .collect();
-        let gone: Vec<Name> = table
-            .members
-            .iter()
-            .filter(|(origin, spec)| {
-                catalog::member_of(spec) == Some(catalog) && !wanted.contains_key(*origin)
-            })
-            .map(|(o, _)| o.clone())
-            .collect();
-        let mut changed = false;
-        for origin in gone.iter().chain(reset.iter()) {
-            table.members.remove(origin);
-            if table.entries.remove(origin).is_some() {
-                changed = true;
-            }
-            if let Some(j) = &self.journal {
-                j.remove_zone(origin);
-            }
-            tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone removed");
-        }
-        for (origin, spec) in wanted {
-            if !table.members.contains_key(&origin) {
-                tracing::info!(catalog = %catalog, zone = %origin, "catalog member zone added");
-                table.members.insert(origin.clone(), spec.clone());
-                let _ = self.load_one(&mut table, &spec, unix_now());
-                changed = true;
-            }
-            table.members.insert(origin, spec);
-        }
-        if changed {
-            self.publish(&table);
-        }
-        drop(table);
-        if changed {
-            self.emit(ZoneEvent::ListChanged);
-        }
-    }
-}
-
-fn role_name(spec: &ZoneSpec) -> &'static str {
-    match (&spec.replication.catalog, spec.replication.is_secondary()) {
-        (CatalogRole::Generate, _) => "catalog (generated)",
-        (CatalogRole::Consume { .. }, _) => "catalog (consumed)",
-        (_, true) => "secondary",
-        (_, false) => "primary",
-    }
 }
 
 /// What a zone with no current copy serves: no data at all, so every
@@ -941,12 +630,72 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
+    const V7: &str = "$TTL 300\n@ SOA ns h 7 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+
+    fn served_serial(zones: &Zones, origin: &Name) -> Option<u32> {
+        soa_serial(zones.current().get(origin)?)
+    }
+
+    #[test]
+    fn a_reloaded_file_whose_serial_did_not_move_is_served_with_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("example.zone");
+        std::fs::write(&path, V7).unwrap();
+        let origin: Name = "example.".parse().unwrap();
+        let zones = Zones::new(None);
+        zones.load(&[ZoneSpec::from_file(origin.clone(), path.clone())]);
+        assert_eq!(served_serial(&zones, &origin), Some(7));
+        // The same file again: nothing new to serve.
+        zones.reload_one(&origin).unwrap();
+        assert_eq!(served_serial(&zones, &origin), Some(7));
+        // Changed content, forgotten serial: secondaries must still see it.
+        std::fs::write(&path, V7.replace("192.0.2.1", "192.0.2.2")).unwrap();
+        zones.reload_one(&origin).unwrap();
+        assert_eq!(served_serial(&zones, &origin), Some(8));
+    }
+
+    #[test]
+    fn a_zone_whose_file_lacks_its_updates_is_reloaded_only_once_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("example.zone");
+        std::fs::write(&path, V7).unwrap();
+        let origin: Name = "example.".parse().unwrap();
+        let mut spec = ZoneSpec::from_file(origin.clone(), path.clone());
+        spec.replication.zonefile_sync = None;
+        let zones = Zones::new(None);
+        zones.load(&[spec]);
+        let text = V7.replace(" 7 ", " 8 ") + "new A 192.0.2.9\n";
+        let records = bulwark_zone::parse_str(&text, &origin, "test").unwrap();
+        let updated = Zone::build(origin.clone(), records).unwrap().0;
+        let served = zones.current().get(&origin).cloned().unwrap();
+        let diff = bulwark_zone::diff_zones(&served, &updated).unwrap();
+        let serial = zones.edit(&origin, |_| Ok::<_, ()>(Some(diff))).unwrap();
+        assert_eq!(serial, Ok(Some(8)));
+        // The file still holds serial 7: reading it would drop the update.
+        assert!(matches!(
+            zones.reload_one(&origin).unwrap(),
+            ZoneOutcome::KeptOld { .. }
+        ));
+        assert_eq!(served_serial(&zones, &origin), Some(8));
+        zones.write_file(&origin).unwrap();
+        assert!(matches!(
+            zones.reload_one(&origin).unwrap(),
+            ZoneOutcome::Loaded {
+                serial: Some(8),
+                ..
+            }
+        ));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("new.example."));
+    }
+
     #[test]
     fn a_zone_that_never_loaded_is_reported_failed_not_kept() {
         let zones = Zones::new(None);
         let spec = ZoneSpec::from_file(
             "nowhere.test.".parse().unwrap(),
-            PathBuf::from("/nonexistent/bulwark/zone"),
+            std::path::PathBuf::from("/nonexistent/bulwark/zone"),
         );
         let report = zones.load(&[spec]);
         assert!(!report.all_loaded());
