@@ -575,7 +575,8 @@ fn resolve(
     )
     .map(Arc::new);
 
-    let templates = build_templates(
+    let templates = crate::replication::zone_config::build_templates(
+        src.file,
         &f.template,
         &registry,
         &policies,
@@ -586,7 +587,7 @@ fn resolve(
         &mut problems,
     );
     // Generated catalogs must exist for the zones that name them.
-    check_catalog_members(&f.zones, src, &mut problems);
+    crate::replication::zone_config::check_catalog_members(&f.zones, src, &mut problems);
 
     // Zones: the file's, then the flags'.
     let mut zones: Vec<ZoneSpec> = Vec::new();
@@ -672,8 +673,20 @@ fn resolve(
                         src,
                         &mut problems,
                     );
-                    replication.catalog = catalog_role(z, &templates, src, &mut problems);
-                    check_zone_role(z, &origin, &path, &replication, src, &mut problems);
+                    replication.catalog = crate::replication::zone_config::catalog_role(
+                        z,
+                        &templates,
+                        src,
+                        &mut problems,
+                    );
+                    crate::replication::zone_config::check_zone_role(
+                        z,
+                        &origin,
+                        &path,
+                        &replication,
+                        src,
+                        &mut problems,
+                    );
                     zones.push(ZoneSpec {
                         origin,
                         path,
@@ -760,214 +773,6 @@ fn resolve(
         keyring: Arc::new(registry.keyring()),
         storage,
     })
-}
-
-/// What `catalog_role`, `catalog_template`, `catalog` and `catalog_group`
-/// make of a zone.
-fn catalog_role(
-    z: &ZoneSection,
-    templates: &HashMap<String, Arc<crate::replication::settings::ZoneTemplate>>,
-    src: &Source<'_>,
-    problems: &mut Vec<String>,
-) -> crate::replication::settings::CatalogRole {
-    use crate::replication::settings::CatalogRole;
-    let role = match &z.catalog_role {
-        None => None,
-        Some(r) => match r.get_ref().as_str() {
-            "generate" => Some(CatalogRole::Generate),
-            "consume" => match &z.catalog_template {
-                Some(t) => match templates.get(t.get_ref()) {
-                    Some(template) => Some(CatalogRole::Consume {
-                        template: Arc::clone(template),
-                    }),
-                    None => {
-                        problems.push(src.at(
-                            t.span(),
-                            format!("catalog_template: no [template.{}]", t.get_ref()),
-                        ));
-                        None
-                    }
-                },
-                None => {
-                    problems.push(src.at(
-                        r.span(),
-                        "catalog_role: a consumed catalog needs catalog_template, the settings of its member zones",
-                    ));
-                    None
-                }
-            },
-            other => {
-                problems.push(src.at(
-                    r.span(),
-                    format!("catalog_role: `{other}` is not one of generate, consume"),
-                ));
-                None
-            }
-        },
-    };
-    if let Some(role) = role {
-        if let Some(c) = &z.catalog {
-            problems.push(src.at(
-                c.span(),
-                "catalog: a catalog zone cannot itself be a member of a catalog",
-            ));
-        }
-        return role;
-    }
-    if let Some(t) = &z.catalog_template {
-        problems.push(src.at(
-            t.span(),
-            "catalog_template: only for catalog_role = \"consume\"",
-        ));
-    }
-    match &z.catalog {
-        Some(c) => match parse_origin(c.get_ref()) {
-            Ok(catalog) => CatalogRole::Member {
-                catalog: Box::new(catalog),
-                group: z.catalog_group.as_ref().map(|g| g.get_ref().clone()),
-            },
-            Err(e) => {
-                problems.push(src.at(c.span(), format!("catalog: `{}`: {e}", c.get_ref())));
-                CatalogRole::None
-            }
-        },
-        None => {
-            if let Some(g) = &z.catalog_group {
-                problems.push(src.at(g.span(), "catalog_group: only with catalog"));
-            }
-            CatalogRole::None
-        }
-    }
-}
-
-/// Every `catalog = "NAME"` must name a zone with `catalog_role = "generate"`.
-fn check_catalog_members(zones: &[ZoneSection], src: &Source<'_>, problems: &mut Vec<String>) {
-    let generated: Vec<Name> = zones
-        .iter()
-        .filter(|z| {
-            z.catalog_role
-                .as_ref()
-                .is_some_and(|r| r.get_ref() == "generate")
-        })
-        .filter_map(|z| parse_origin(z.origin.get_ref()).ok())
-        .collect();
-    for z in zones {
-        let Some(c) = &z.catalog else { continue };
-        let Ok(name) = parse_origin(c.get_ref()) else {
-            continue;
-        };
-        if !generated.contains(&name) {
-            problems.push(src.at(
-                c.span(),
-                format!("catalog: no zone {name} has catalog_role = \"generate\""),
-            ));
-        }
-    }
-}
-
-/// The checks that depend on what kind of zone this is.
-fn check_zone_role(
-    z: &ZoneSection,
-    origin: &Name,
-    path: &Option<PathBuf>,
-    replication: &crate::replication::settings::ZoneReplication,
-    src: &Source<'_>,
-    problems: &mut Vec<String>,
-) {
-    use crate::replication::settings::CatalogRole;
-    let generated = replication.generates_catalog();
-    let secondary = replication.is_secondary();
-    let at = z.origin.span();
-    if generated && secondary {
-        problems.push(src.at(
-            at.clone(),
-            format!("zone {origin}: a generated catalog has no primaries"),
-        ));
-    }
-    if generated && path.is_some() {
-        problems.push(src.at(
-            at.clone(),
-            format!("zone {origin}: a generated catalog has no file: bulwark writes its records"),
-        ));
-    }
-    if matches!(replication.catalog, CatalogRole::Consume { .. }) && !secondary {
-        problems.push(src.at(
-            at.clone(),
-            format!("zone {origin}: a consumed catalog is a secondary zone: give primaries"),
-        ));
-    }
-    if path.is_none() && !secondary && !generated {
-        problems.push(src.at(
-            at.clone(),
-            format!(
-                "zone {origin}: give `file` (a primary zone) or `primaries` (a secondary zone)"
-            ),
-        ));
-    }
-    if secondary && !replication.allow_update.is_empty() {
-        problems.push(src.at(
-            at,
-            format!("zone {origin}: a secondary zone takes no dynamic updates (allow_update): send them to the primary"),
-        ));
-    }
-}
-
-/// Builds every `[template.NAME]`.
-#[allow(clippy::too_many_arguments)]
-fn build_templates(
-    sections: &BTreeMap<String, crate::replication::settings::TemplateSection>,
-    registry: &crate::replication::settings::Registry,
-    policies: &BTreeMap<String, Arc<crate::policy::DnssecPolicy>>,
-    key_directory: &Path,
-    pkcs11: Option<&Arc<crate::keystore::Pkcs11Settings>>,
-    base_dir: &Path,
-    src: &Source<'_>,
-    problems: &mut Vec<String>,
-) -> HashMap<String, Arc<crate::replication::settings::ZoneTemplate>> {
-    let mut out = HashMap::new();
-    for (name, t) in sections {
-        let replication =
-            crate::replication::settings::build_template_replication(t, registry, src, problems);
-        if !replication.is_secondary() {
-            problems.push(format!(
-                "{}: [template.{name}]: give primaries: the member zones of a consumed catalog are secondaries",
-                src.file.display()
-            ));
-        }
-        let signing = t.dnssec_policy.as_ref().and_then(|p| {
-            let policy = match policies.get(p.get_ref()) {
-                Some(policy) => Arc::clone(policy),
-                None if p.get_ref() == "default" => {
-                    Arc::new(crate::policy::DnssecPolicy::default())
-                }
-                None => {
-                    problems.push(src.at(
-                        p.span(),
-                        format!(
-                            "dnssec_policy: no [dnssec_policy.{}] is defined",
-                            p.get_ref()
-                        ),
-                    ));
-                    return None;
-                }
-            };
-            Some(ZoneSigning {
-                policy,
-                key_directory: key_directory.to_path_buf(),
-                parents: Vec::new(),
-                pkcs11: pkcs11.cloned(),
-            })
-        });
-        out.insert(
-            name.clone(),
-            Arc::new(crate::replication::settings::ZoneTemplate {
-                file: t.file.as_ref().map(|f| base_dir.join(f.get_ref())),
-                signing,
-                replication,
-            }),
-        );
-    }
-    out
 }
 
 /// `tcp_max_connections_per_client`, `tcp_max_queries_per_connection` and

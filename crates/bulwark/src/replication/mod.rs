@@ -10,6 +10,7 @@ pub mod notify_out;
 pub mod secondary;
 pub mod serve;
 pub mod settings;
+pub mod zone_config;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
