@@ -362,14 +362,25 @@ fn write_time(f: &mut impl fmt::Write, t: u32) -> fmt::Result {
         days = days.saturating_sub(days_in_month(year, month));
         month = month.saturating_add(1);
     }
-    write!(
-        f,
-        "{year:04}{month:02}{:02}{:02}{:02}{:02}",
-        days.saturating_add(1),
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // YYYYMMDDHHmmSS, digit by digit: a signed zone prints two per RRSIG.
+    let mut text = [b'0'; 14];
+    let fields = [
+        (0usize, 4usize, year),
+        (4, 2, month),
+        (6, 2, days.saturating_add(1)),
+        (8, 2, rem / 3600),
+        (10, 2, rem % 3600 / 60),
+        (12, 2, rem % 60),
+    ];
+    for (at, width, mut value) in fields {
+        for i in (at..at.saturating_add(width)).rev() {
+            if let Some(digit) = text.get_mut(i) {
+                *digit = b'0'.saturating_add(u8::try_from(value % 10).unwrap_or(0));
+            }
+            value /= 10;
+        }
+    }
+    f.write_str(core::str::from_utf8(&text).map_err(|_| fmt::Error)?)
 }
 
 /// The set of types present at a name (RFC 4034 §4.1.2), kept sorted and unique.
