@@ -1,7 +1,8 @@
 //! `bulwark sign`: offline signing, like `dnssec-signzone` and `ldns-signzone`:
 //! a zone file and its keys in, a signed zone file out, on every core.
 
-use std::io::{IsTerminal, Write};
+use std::fmt;
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -10,10 +11,11 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context as _};
 use bulwark_dnssec::{Denial, Nsec3Settings, SignerSettings};
 use bulwark_proto::Name;
+use bulwark_zone::printer::write_zone_from;
 use clap::Args;
 
 use crate::signing::{
-    load_zone_keys, parse_duration, sign_zone, unix_now, validity_window, write_atomically,
+    load_zone_keys, parse_duration, sign_zone, unix_now, validity_window, write_atomically_with,
     SigningRun,
 };
 
@@ -181,16 +183,25 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
         show_progress.then_some(&progress as &(dyn Fn(usize, usize) + Sync)),
     )?;
     let sign_done = Instant::now();
-    let signatures = signed.signatures;
-    let signed = signed.records;
     let output = args.output.clone().unwrap_or_else(|| {
         let mut name = args.file.clone().into_os_string();
         name.push(".signed");
         PathBuf::from(name)
     });
-    let text = bulwark_zone::print_zone(&signed);
-    write_atomically(&output, text.as_bytes(), 0o644)
-        .with_context(|| format!("writing {}", output.display()))?;
+    write_atomically_with(&output, 0o644, |file| {
+        let mut out = ChunkedText {
+            buffer: String::with_capacity(ChunkedText::CHUNK.saturating_mul(2)),
+            file,
+            error: None,
+        };
+        match write_zone_from(&mut out, &signed.as_signed_records()).and_then(|()| out.flush()) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(out
+                .error
+                .unwrap_or_else(|| io::Error::other("the zone could not be formatted"))),
+        }
+    })
+    .with_context(|| format!("writing {}", output.display()))?;
     let elapsed = started.elapsed().as_secs_f64();
     let phases = format!(
         "read {:.2} s, sign {:.2} s, order and write {:.2} s",
@@ -201,13 +212,52 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
     let mut stderr = std::io::stderr();
     let _ = writeln!(
         stderr,
-        "{} signed: {} records, {signatures} signatures by {} key(s) on {threads} thread(s) in {elapsed:.2} s ({phases}), written to {}",
+        "{} signed: {} records, {} signatures by {} key(s) on {threads} thread(s) in {elapsed:.2} s ({phases}), written to {}",
         apex,
-        signed.len(),
+        signed.records.len().saturating_add(signed.signatures.len()),
+        signed.signatures.len(),
         keys.len(),
         output.display()
     );
     Ok(())
+}
+
+/// Master-file text written to a file a megabyte at a time: formatting
+/// goes into a `String` (cheap, inlined pushes), never into the file one
+/// character at a time. The first I/O error is kept, since `fmt::Error`
+/// carries none.
+struct ChunkedText<'a> {
+    buffer: String,
+    file: &'a mut dyn io::Write,
+    error: Option<io::Error>,
+}
+
+impl ChunkedText<'_> {
+    const CHUNK: usize = 1 << 20;
+
+    fn flush(&mut self) -> fmt::Result {
+        let result = self.file.write_all(self.buffer.as_bytes());
+        self.buffer.clear();
+        result.map_err(|e| {
+            self.error = Some(e);
+            fmt::Error
+        })
+    }
+}
+
+impl fmt::Write for ChunkedText<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.buffer.push_str(s);
+        if self.buffer.len() >= Self::CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        self.buffer.push(c);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use anyhow::{anyhow, Context as _};
 use bulwark_dnssec::keyfile::key_file_stem;
 use bulwark_dnssec::{
     apply_state_text, key_file_text, private_file_text, read_key_files, state_file_text,
-    KeyFileKey, KeyRole, Pkcs11Token, SignatureCache, SignatureValidity, SignerSettings, ZoneKey,
-    ZonePlan,
+    KeyFileKey, KeyRole, Pkcs11Token, Signature, SignatureCache, SignatureValidity, SignedRecords,
+    SignerSettings, ZoneKey, ZonePlan,
 };
 use bulwark_proto::{Name, Record};
 
@@ -151,6 +151,16 @@ impl WithExtensionStr for PathBuf {
 }
 
 pub fn write_atomically(path: &Path, data: &[u8], mode: u32) -> anyhow::Result<()> {
+    write_atomically_with(path, mode, |file| file.write_all(data))
+}
+
+/// [`write_atomically`] with the content written by `write` through a
+/// buffer, so a large file is never held in memory whole.
+pub fn write_atomically_with(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -162,8 +172,12 @@ pub fn write_atomically(path: &Path, data: &[u8], mode: u32) -> anyhow::Result<(
         .mode(mode)
         .open(&tmp)
         .with_context(|| format!("writing {}", tmp.display()))?;
-    file.write_all(data)
-        .and_then(|()| file.sync_all())
+    let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut file);
+    write(&mut buffered)
+        .and_then(|()| buffered.flush())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    drop(buffered);
+    file.sync_all()
         .with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
     // The rename itself is durable only once the directory is synced.
@@ -211,10 +225,13 @@ pub struct SigningRun<'a> {
 /// What a signing pass made.
 #[derive(Debug)]
 pub struct SignedZone {
-    /// Every record of the signed zone.
+    /// The zone's records with its DNSKEY RRset and NSEC or NSEC3 chain.
     pub records: Vec<Record>,
-    /// RRSIG records in it, and how many of them were kept from the last pass.
-    pub signatures: usize,
+    /// The signatures over them, compact (see [`Signature`]).
+    pub signatures: Vec<Signature>,
+    /// The signer's name (the zone's apex, lower case).
+    pub signer: Name,
+    /// How many signatures were kept from the last pass.
     pub kept: usize,
     /// For the next pass (when `reuse` was given).
     pub cache: Option<SignatureCache>,
@@ -271,6 +288,7 @@ pub fn sign_zone(
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> anyhow::Result<SignedZone> {
     let plan = ZonePlan::new(apex, records, keys, settings).map_err(|e| anyhow!("{e}"))?;
+
     let jobs = plan.jobs();
     // Chunks small enough to balance, large enough that taking one is rare.
     const CHUNK: usize = 256;
@@ -284,11 +302,17 @@ pub fn sign_zone(
     } = run;
     let kept = AtomicUsize::new(0);
     let threads = threads.clamp(1, jobs.len().div_ceil(CHUNK).max(1));
-    let results: Vec<anyhow::Result<Vec<Record>>> = std::thread::scope(|scope| {
+    // Each worker's share, reserved once: growing a vector of a million
+    // records would copy it several times over.
+    let share = plan
+        .signature_count(keys, settings.now)
+        .div_ceil(threads)
+        .saturating_add(CHUNK);
+    let results: Vec<anyhow::Result<Vec<Signature>>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
-                scope.spawn(|| -> anyhow::Result<Vec<Record>> {
-                    let mut out = Vec::new();
+                scope.spawn(|| -> anyhow::Result<Vec<Signature>> {
+                    let mut out = Vec::with_capacity(share);
                     loop {
                         let start = next.fetch_add(CHUNK, Ordering::Relaxed);
                         let Some(chunk) =
@@ -299,17 +323,17 @@ pub fn sign_zone(
                         if chunk.is_empty() {
                             break;
                         }
-                        let (signed, reused) = plan
-                            .sign_reusing(
+                        let reused = plan
+                            .sign_into(
                                 chunk,
                                 keys,
                                 settings.now,
                                 jittered(validity, jitter, start),
                                 reuse,
+                                &mut out,
                             )
                             .map_err(|e| anyhow!("{e}"))?;
                         kept.fetch_add(reused, Ordering::Relaxed);
-                        out.extend(signed);
                         let finished = done
                             .fetch_add(chunk.len(), Ordering::Relaxed)
                             .saturating_add(chunk.len());
@@ -339,16 +363,36 @@ pub fn sign_zone(
             signatures.append(&mut part);
         }
     }
-    let cache = reuse.map(|_| SignatureCache::from_pass(apex, plan.jobs(), &signatures));
-    let count = signatures.len();
-    let mut records = plan.into_records();
-    records.append(&mut signatures);
+    let cache = reuse.map(|_| SignatureCache::from_pass(plan.jobs(), &signatures));
     Ok(SignedZone {
-        records,
-        signatures: count,
+        signer: plan.apex().clone(),
+        records: plan.into_records(),
+        signatures,
         kept: kept.into_inner(),
         cache,
     })
+}
+
+impl SignedZone {
+    /// The records and signatures as one list, for the printer.
+    pub fn as_signed_records(&self) -> SignedRecords<'_> {
+        SignedRecords {
+            records: &self.records,
+            signatures: &self.signatures,
+            signer: &self.signer,
+        }
+    }
+
+    /// Every record of the signed zone, signatures included.
+    pub fn into_records(self) -> Vec<Record> {
+        let all = self.as_signed_records();
+        let signatures: Vec<Record> = (0..self.signatures.len())
+            .filter_map(|i| all.signature_record(i))
+            .collect();
+        let mut records = self.records;
+        records.extend(signatures);
+        records
+    }
 }
 
 /// Expirations spread over `jitter` seconds, a different amount per chunk of

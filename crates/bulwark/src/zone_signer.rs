@@ -199,14 +199,9 @@ pub fn manage_keys(
 
 /// The earliest expiration of the zone's signatures, in Unix seconds
 /// (RRSIG times are serial numbers, RFC 4034 §3.1.5: read them near `now`).
-fn earliest_expiration(records: &[Record], now: u64) -> u64 {
+fn earliest_expiration(expirations: impl Iterator<Item = u32>, now: u64) -> u64 {
     let now32 = bulwark_dnssec::time::rrsig_time(now);
-    records
-        .iter()
-        .filter_map(|r| match &r.rdata {
-            Rdata::Rrsig(sig) => Some(sig.expiration),
-            _ => None,
-        })
+    expirations
         .map(|exp| {
             let ahead = exp.wrapping_sub(now32);
             if ahead < (1 << 31) {
@@ -282,7 +277,7 @@ pub fn sign_for_serving(
             policy.signature_validity,
             policy.signature_inception_offset,
         );
-        let signed = sign_zone(
+        let mut signed = sign_zone(
             apex,
             records,
             &keys,
@@ -298,11 +293,12 @@ pub fn sign_for_serving(
             },
             None,
         )?;
-        let signatures = signed.signatures;
+        let signatures = signed.signatures.len();
         let kept = signed.kept;
-        let cache = signed.cache.unwrap_or_default();
-        let expires = earliest_expiration(&signed.records, now);
-        let signed = signed.records;
+        let expires =
+            earliest_expiration(signed.signatures.iter().map(|s| s.fields.expiration), now);
+        let cache = signed.cache.take().unwrap_or_default();
+        let signed = signed.into_records();
         if signatures == 0 {
             return Err(anyhow!("no key of {apex} is active"));
         }

@@ -23,6 +23,7 @@ pub mod plan;
 pub mod reuse;
 pub mod rollover;
 pub mod rrsig;
+pub mod signature;
 pub mod time;
 
 pub use bulwark_crypto::{Algorithm, DigestType, Pkcs11Token, Pkcs11Uri, SigningKey};
@@ -36,4 +37,5 @@ pub use keyfile::{
 pub use plan::{SignJob, SignerSettings, ZonePlan};
 pub use reuse::SignatureCache;
 pub use rollover::{plan_key_actions, KeyAction, KeyPolicy, RolloverTimes};
-pub use rrsig::{sign_rrset, verify_rrsig, SignatureValidity};
+pub use rrsig::{sign_rrset, verify_rrsig, RrsetSigner, SignatureValidity};
+pub use signature::{Signature, SignatureFields, SignedRecords};

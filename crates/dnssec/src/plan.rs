@@ -13,7 +13,8 @@ use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 use crate::denial::{Denial, Nsec3Settings, NSEC3_FLAG_OPT_OUT, NSEC3_HASH_SHA1};
 use crate::key::ZoneKey;
 use crate::reuse::{fingerprint, SignatureCache};
-use crate::rrsig::{sign_rrset_with, CanonicalRrset, SignatureValidity};
+use crate::rrsig::{CanonicalRrset, RrsetSigner, SignatureValidity};
+use crate::signature::Signature;
 use crate::SignError;
 
 /// What the signer needs besides the keys.
@@ -37,6 +38,8 @@ pub struct SignerSettings {
 pub struct SignJob {
     pub rrset: CanonicalRrset,
     pub by_key_signing_keys: bool,
+    /// Index in the plan's records of the RRset's first record.
+    pub first_record: usize,
 }
 
 /// Where a name stands in the zone (RFC 4035 §2.2: only authoritative data
@@ -156,25 +159,24 @@ impl ZonePlan {
     ) -> Result<ZonePlan, SignError> {
         let apex = apex.to_lowercase();
         let mut class = Class::IN;
-        let mut kept = Vec::with_capacity(records.len());
-        for mut record in records {
-            if !record.owner.ends_with(&apex) {
-                return Err(SignError::OutOfZone {
-                    owner: record.owner.to_string(),
-                    apex: apex.to_string(),
-                });
-            }
+        let mut records = records;
+        if let Some(outside) = records.iter().find(|r| !r.owner.ends_with(&apex)) {
+            return Err(SignError::OutOfZone {
+                owner: outside.owner.to_string(),
+                apex: apex.to_string(),
+            });
+        }
+        // In place: a copy of a million records would touch as much memory
+        // again.
+        records.retain_mut(|record| {
             record.owner.make_lowercase();
             let at_apex = record.owner == apex;
-            if is_signer_output(record.rtype(), at_apex, settings) {
-                continue;
-            }
             if at_apex && record.rtype() == Rtype::SOA {
                 class = record.class;
             }
-            kept.push(record);
-        }
-        let mut nodes = Nodes::build(kept);
+            !is_signer_output(record.rtype(), at_apex, settings)
+        });
+        let mut nodes = Nodes::build(records);
         let apex_index = nodes
             .index(&apex)
             .filter(|&i| {
@@ -245,27 +247,17 @@ impl ZonePlan {
         }
 
         let standing = classify(&apex, &nodes);
-        let mut jobs = Vec::new();
-        let mut out = Vec::new();
-        match &settings.denial {
-            Denial::Nsec => add_nsec_chain(&apex, class, negative_ttl, &mut nodes, &standing),
-            Denial::Nsec3(params) => {
-                for record in nsec3_chain(&apex, class, negative_ttl, &nodes, &standing, params)? {
-                    jobs.push(SignJob {
-                        rrset: CanonicalRrset::new(
-                            &record.owner,
-                            class,
-                            Rtype::NSEC3,
-                            record.ttl,
-                            [&record.rdata],
-                        ),
-                        by_key_signing_keys: false,
-                    });
-                    out.push(record);
-                }
+        let chain = match &settings.denial {
+            Denial::Nsec => {
+                add_nsec_chain(&apex, class, negative_ttl, &mut nodes, &standing);
+                Vec::new()
             }
-        }
-
+            Denial::Nsec3(params) => {
+                nsec3_chain(&apex, class, negative_ttl, &nodes, &standing, params)?
+            }
+        };
+        let rrsets: usize = nodes.nodes.iter().map(BTreeMap::len).sum();
+        let mut jobs = Vec::with_capacity(rrsets.saturating_add(chain.len()));
         for ((name, node), standing) in nodes.iter().zip(&standing) {
             for (&rtype, set) in node {
                 let rtype = Rtype(rtype);
@@ -274,9 +266,13 @@ impl ZonePlan {
                     Standing::Delegation { .. } => matches!(rtype, Rtype::DS | Rtype::NSEC),
                     Standing::Occluded => false,
                 };
+                let Some(&first_record) = set.first() else {
+                    continue;
+                };
                 if signed {
                     let ttl = nodes.records(set).next().map_or(0, |r| r.ttl);
                     jobs.push(SignJob {
+                        first_record,
                         rrset: CanonicalRrset::new(
                             name,
                             class,
@@ -290,9 +286,25 @@ impl ZonePlan {
                 }
             }
         }
-        // The NSEC3 chain first, then the arena: order does not matter to
-        // the zone builder or the printer, which sort for themselves.
-        out.append(&mut nodes.arena);
+        // The NSEC3 chain goes after the arena (order does not matter to the
+        // zone builder or the printer, which sort for themselves), so the
+        // arena, the zone's bulk, is never copied.
+        let mut out = nodes.arena;
+        out.reserve(chain.len());
+        for record in chain {
+            jobs.push(SignJob {
+                first_record: out.len(),
+                rrset: CanonicalRrset::new(
+                    &record.owner,
+                    class,
+                    Rtype::NSEC3,
+                    record.ttl,
+                    [&record.rdata],
+                ),
+                by_key_signing_keys: false,
+            });
+            out.push(record);
+        }
         Ok(ZonePlan {
             apex,
             records: out,
@@ -317,11 +329,8 @@ impl ZonePlan {
         self.records
     }
 
-    /// Signs `jobs` (any slice of `jobs()`) with the keys active at `now`.
-    /// RFC 4035 §2.2 and RFC 6840 §5.11: every algorithm in the DNSKEY RRset
-    /// signs every RRset, so keys are chosen per algorithm; where an
-    /// algorithm has no active key of the role a job needs, all its active
-    /// keys sign it, which is how a lone key acts as a CSK.
+    /// Signs `jobs` (any slice of `jobs()`) with the keys active at `now`
+    /// (see [`signers`] for which key signs what), as records.
     pub fn sign(
         &self,
         jobs: &[SignJob],
@@ -329,55 +338,33 @@ impl ZonePlan {
         now: u64,
         validity: SignatureValidity,
     ) -> Result<Vec<Record>, SignError> {
-        self.sign_reusing(jobs, keys, now, validity, None)
-            .map(|(records, _)| records)
+        let mut signatures = Vec::new();
+        self.sign_into(jobs, keys, now, validity, None, &mut signatures)?;
+        Ok(signatures
+            .iter()
+            .filter_map(|s| {
+                let covered = self.records.get(s.covers)?;
+                Some(s.fields.record(covered, &self.apex))
+            })
+            .collect())
     }
 
-    /// Like [`ZonePlan::sign`], keeping each signature in `reuse`'s cache
+    /// Signs `jobs` into `out`, keeping each signature in `reuse`'s cache
     /// whose RRset is unchanged, whose key still signs, and that stays
-    /// valid for the refresh interval given with it (seconds); returns the
-    /// signatures and how many were kept.
-    pub fn sign_reusing(
+    /// valid for the refresh interval given with it (seconds); returns how
+    /// many were kept.
+    pub fn sign_into(
         &self,
         jobs: &[SignJob],
         keys: &[ZoneKey],
         now: u64,
         validity: SignatureValidity,
         reuse: Option<(&SignatureCache, u32)>,
-    ) -> Result<(Vec<Record>, usize), SignError> {
-        let active: Vec<&ZoneKey> = keys.iter().filter(|k| k.timing.is_active(now)).collect();
-        let mut algorithms: Vec<u8> = active.iter().map(|k| k.algorithm_number()).collect();
-        algorithms.sort_unstable();
-        algorithms.dedup();
-        let pick = |key_set: bool| -> Vec<&ZoneKey> {
-            let mut chosen = Vec::new();
-            for &algorithm in &algorithms {
-                let of_algorithm = active
-                    .iter()
-                    .copied()
-                    .filter(|k| k.algorithm_number() == algorithm);
-                let for_role: Vec<&ZoneKey> = of_algorithm
-                    .clone()
-                    .filter(|k| {
-                        if key_set {
-                            k.role.signs_key_set()
-                        } else {
-                            k.role.signs_zone()
-                        }
-                    })
-                    .collect();
-                if for_role.is_empty() {
-                    chosen.extend(of_algorithm);
-                } else {
-                    chosen.extend(for_role);
-                }
-            }
-            chosen
-        };
-        let key_set_signers = pick(true);
-        let zone_signers = pick(false);
-        let mut out = Vec::with_capacity(jobs.len().saturating_mul(zone_signers.len()));
-        let mut scratch = Vec::with_capacity(1024);
+        out: &mut Vec<Signature>,
+    ) -> Result<usize, SignError> {
+        let (key_set_signers, zone_signers) = signers(keys, now);
+        out.reserve(jobs.len().saturating_mul(zone_signers.len()));
+        let mut signer = RrsetSigner::new(&self.apex, validity);
         let mut kept = 0usize;
         let now32 = crate::time::rrsig_time(now);
         for job in jobs {
@@ -401,23 +388,75 @@ impl ZonePlan {
                         refresh,
                     )
                 });
-                match cached {
-                    Some(record) => {
+                let fields = match cached {
+                    Some(fields) => {
                         kept = kept.saturating_add(1);
-                        out.push(record);
+                        fields
                     }
-                    None => out.push(sign_rrset_with(
-                        &mut scratch,
-                        &job.rrset,
-                        key,
-                        &self.apex,
-                        validity,
-                    )?),
-                }
+                    None => signer.sign(&job.rrset, key)?,
+                };
+                out.push(Signature {
+                    covers: job.first_record,
+                    fields,
+                });
             }
         }
-        Ok((out, kept))
+        Ok(kept)
     }
+
+    /// How many signatures signing every job makes with `keys` at `now`
+    /// (an upper bound where a job has no signer: that is an error anyway).
+    pub fn signature_count(&self, keys: &[ZoneKey], now: u64) -> usize {
+        let (key_set, zone) = signers(keys, now);
+        self.jobs
+            .iter()
+            .map(|job| {
+                if job.by_key_signing_keys {
+                    key_set.len()
+                } else {
+                    zone.len()
+                }
+            })
+            .sum()
+    }
+}
+
+/// The keys that sign key-set RRsets and the rest, at `now`.
+/// RFC 4035 §2.2 and RFC 6840 §5.11: every algorithm in the DNSKEY RRset
+/// signs every RRset, so keys are chosen per algorithm; where an
+/// algorithm has no active key of the role a job needs, all its active
+/// keys sign it, which is how a lone key acts as a CSK.
+fn signers(keys: &[ZoneKey], now: u64) -> (Vec<&ZoneKey>, Vec<&ZoneKey>) {
+    let active: Vec<&ZoneKey> = keys.iter().filter(|k| k.timing.is_active(now)).collect();
+    let mut algorithms: Vec<u8> = active.iter().map(|k| k.algorithm_number()).collect();
+    algorithms.sort_unstable();
+    algorithms.dedup();
+    let pick = |key_set: bool| -> Vec<&ZoneKey> {
+        let mut chosen = Vec::new();
+        for &algorithm in &algorithms {
+            let of_algorithm = active
+                .iter()
+                .copied()
+                .filter(|k| k.algorithm_number() == algorithm);
+            let for_role: Vec<&ZoneKey> = of_algorithm
+                .clone()
+                .filter(|k| {
+                    if key_set {
+                        k.role.signs_key_set()
+                    } else {
+                        k.role.signs_zone()
+                    }
+                })
+                .collect();
+            if for_role.is_empty() {
+                chosen.extend(of_algorithm);
+            } else {
+                chosen.extend(for_role);
+            }
+        }
+        chosen
+    };
+    (pick(true), pick(false))
 }
 
 /// Marks every name: authoritative, a delegation point, or below a cut or DNAME.
@@ -477,6 +516,7 @@ fn add_nsec_chain(apex: &Name, class: Class, ttl: u32, nodes: &mut Nodes, standi
         .filter(|(_, s)| **s != Standing::Occluded)
         .map(|(i, _)| i)
         .collect();
+    nodes.arena.reserve(chain.len());
     let nexts: Vec<Name> = chain
         .iter()
         .skip(1)

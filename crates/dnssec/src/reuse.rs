@@ -7,35 +7,23 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use bulwark_proto::rdata::Rrsig;
-use bulwark_proto::{Name, Rdata, Record, Rtype};
+use bulwark_proto::Name;
 
 use crate::plan::SignJob;
 use crate::rrsig::CanonicalRrset;
-
-/// One signature without what the cache key already says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct CachedSignature {
-    key_tag: u16,
-    algorithm: u8,
-    labels: u8,
-    expiration: u32,
-    inception: u32,
-    signature: Vec<u8>,
-}
+use crate::signature::{Signature, SignatureFields};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct CachedRrset {
     /// A hash of the canonical RRset the signatures were made over.
     fingerprint: u64,
     ttl: u32,
-    signatures: Vec<CachedSignature>,
+    signatures: Vec<SignatureFields>,
 }
 
 /// The signatures of the last pass, by (owner, type covered).
 #[derive(Clone, Debug, Default)]
 pub struct SignatureCache {
-    apex: Option<Name>,
     rrsets: HashMap<(Name, u16), CachedRrset>,
 }
 
@@ -51,30 +39,20 @@ fn not_before(a: u32, b: u32) -> bool {
 }
 
 impl SignatureCache {
-    /// The cache of a finished pass: its jobs and the RRSIG records it made
+    /// The cache of a finished pass: its jobs and the signatures it made
     /// (or kept), in any order.
-    pub fn from_pass(apex: &Name, jobs: &[SignJob], signatures: &[Record]) -> SignatureCache {
-        let mut by_rrset: HashMap<(Name, u16), Vec<CachedSignature>> = HashMap::new();
-        for record in signatures {
-            let Rdata::Rrsig(sig) = &record.rdata else {
-                continue;
-            };
-            by_rrset
-                .entry((record.owner.to_lowercase(), sig.type_covered.0))
+    pub fn from_pass(jobs: &[SignJob], signatures: &[Signature]) -> SignatureCache {
+        let mut by_first_record: HashMap<usize, Vec<SignatureFields>> = HashMap::new();
+        for signature in signatures {
+            by_first_record
+                .entry(signature.covers)
                 .or_default()
-                .push(CachedSignature {
-                    key_tag: sig.key_tag,
-                    algorithm: sig.algorithm,
-                    labels: sig.labels,
-                    expiration: sig.expiration,
-                    inception: sig.inception,
-                    signature: sig.signature.clone(),
-                });
+                .push(signature.fields.clone());
         }
         let mut rrsets = HashMap::with_capacity(jobs.len());
         for job in jobs {
             let key = (job.rrset.owner.clone(), job.rrset.rtype.0);
-            if let Some(signatures) = by_rrset.remove(&key) {
+            if let Some(signatures) = by_first_record.remove(&job.first_record) {
                 rrsets.insert(
                     key,
                     CachedRrset {
@@ -85,10 +63,7 @@ impl SignatureCache {
                 );
             }
         }
-        SignatureCache {
-            apex: Some(apex.to_lowercase()),
-            rrsets,
-        }
+        SignatureCache { rrsets }
     }
 
     pub fn len(&self) -> usize {
@@ -99,9 +74,9 @@ impl SignatureCache {
         self.rrsets.is_empty()
     }
 
-    /// A kept signature of `rrset` by key (`key_tag`, `algorithm`), as a
-    /// record, when the RRset is unchanged and the signature is valid now
-    /// and stays valid for at least `refresh` seconds.
+    /// A kept signature of `rrset` by key (`key_tag`, `algorithm`) when the
+    /// RRset is unchanged and the signature is valid now and stays valid for
+    /// at least `refresh` seconds.
     pub(crate) fn reusable(
         &self,
         rrset: &CanonicalRrset,
@@ -110,8 +85,7 @@ impl SignatureCache {
         algorithm: u8,
         now: u32,
         refresh: u32,
-    ) -> Option<Record> {
-        let apex = self.apex.as_ref()?;
+    ) -> Option<SignatureFields> {
         let cached = self.rrsets.get(&(rrset.owner.clone(), rrset.rtype.0))?;
         if cached.fingerprint != rrset_fingerprint || cached.ttl != rrset.ttl {
             return None;
@@ -124,22 +98,7 @@ impl SignatureCache {
         if !not_before(now, sig.inception) || !not_before(sig.expiration, fresh_until) {
             return None;
         }
-        Some(Record {
-            owner: rrset.owner.clone(),
-            class: rrset.class,
-            ttl: rrset.ttl,
-            rdata: Rdata::Rrsig(Rrsig {
-                type_covered: Rtype(rrset.rtype.0),
-                algorithm: sig.algorithm,
-                labels: sig.labels,
-                original_ttl: rrset.ttl,
-                expiration: sig.expiration,
-                inception: sig.inception,
-                key_tag: sig.key_tag,
-                signer: apex.clone(),
-                signature: sig.signature.clone(),
-            }),
-        })
+        Some(sig.clone())
     }
 }
 

@@ -7,6 +7,7 @@ use bulwark_proto::rdata::{Dnskey, Rrsig};
 use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
 use crate::key::ZoneKey;
+use crate::signature::SignatureFields;
 use crate::SignError;
 
 /// When signatures are valid, in RRSIG time (RFC 4034 §3.1.5).
@@ -100,37 +101,68 @@ pub fn sign_rrset(
     apex: &Name,
     validity: SignatureValidity,
 ) -> Result<Record, SignError> {
-    sign_rrset_with(&mut Vec::new(), rrset, key, apex, validity)
-}
-
-/// [`sign_rrset`] with a scratch buffer for the signed data, reused across
-/// calls by a caller signing many RRsets.
-pub fn sign_rrset_with(
-    scratch: &mut Vec<u8>,
-    rrset: &CanonicalRrset,
-    key: &ZoneKey,
-    apex: &Name,
-    validity: SignatureValidity,
-) -> Result<Record, SignError> {
-    let mut rrsig = Rrsig {
-        type_covered: rrset.rtype,
-        algorithm: key.algorithm_number(),
-        labels: rrset.rrsig_labels(),
-        original_ttl: rrset.ttl,
-        expiration: validity.expiration,
-        inception: validity.inception,
-        key_tag: key.key_tag(),
-        signer: apex.to_lowercase(),
-        signature: Vec::new(),
-    };
-    write_signed_data(&rrsig, rrset, scratch);
-    rrsig.signature = key.signing_key().sign(scratch)?;
+    let fields = RrsetSigner::new(apex, validity).sign(rrset, key)?;
     Ok(Record {
         owner: rrset.owner.clone(),
         class: rrset.class,
         ttl: rrset.ttl,
-        rdata: Rdata::Rrsig(rrsig),
+        rdata: Rdata::Rrsig(Rrsig {
+            type_covered: rrset.rtype,
+            original_ttl: rrset.ttl,
+            signer: apex.to_lowercase(),
+            ..fields.into_rrsig_parts()
+        }),
     })
+}
+
+/// Signs RRsets of one zone with one validity, reusing its RRSIG header and
+/// signed-data buffer from one signature to the next (a pass makes millions).
+#[derive(Debug)]
+pub struct RrsetSigner {
+    header: Rrsig,
+    scratch: Vec<u8>,
+}
+
+impl RrsetSigner {
+    pub fn new(apex: &Name, validity: SignatureValidity) -> RrsetSigner {
+        RrsetSigner {
+            header: Rrsig {
+                type_covered: Rtype(0),
+                algorithm: 0,
+                labels: 0,
+                original_ttl: 0,
+                expiration: validity.expiration,
+                inception: validity.inception,
+                key_tag: 0,
+                signer: apex.to_lowercase(),
+                signature: Vec::new(),
+            },
+            scratch: Vec::with_capacity(1024),
+        }
+    }
+
+    /// The signature `key` makes over `rrset`.
+    pub fn sign(
+        &mut self,
+        rrset: &CanonicalRrset,
+        key: &ZoneKey,
+    ) -> Result<SignatureFields, SignError> {
+        let header = &mut self.header;
+        header.type_covered = rrset.rtype;
+        header.algorithm = key.algorithm_number();
+        header.labels = rrset.rrsig_labels();
+        header.original_ttl = rrset.ttl;
+        header.key_tag = key.key_tag();
+        write_signed_data(header, rrset, &mut self.scratch);
+        Ok(SignatureFields {
+            key_tag: header.key_tag,
+            algorithm: header.algorithm,
+            labels: header.labels,
+            expiration: header.expiration,
+            inception: header.inception,
+            signature: key.signing_key().sign(&self.scratch)?,
+        })
+    }
 }
 
 /// Checks `rrsig` over `rrset` with `dnskey` (the cryptography only; the
