@@ -79,6 +79,12 @@ pub fn write_zone_from<W: fmt::Write, R: PrintableRecords + ?Sized>(
     out: &mut W,
     records: &R,
 ) -> fmt::Result {
+    write_lines(out, records, &print_order(records))
+}
+
+/// The positions of `records` in the order [`write_zone`] prints them; a
+/// caller may format slices of it on several threads with [`write_lines`].
+pub fn print_order<R: PrintableRecords + ?Sized>(records: &R) -> Vec<usize> {
     let mut sorted: Vec<PrintKey> = (0..records.count())
         .filter_map(|i| {
             let rtype = records.rtype(i);
@@ -99,7 +105,16 @@ pub fn write_zone_from<W: fmt::Write, R: PrintableRecords + ?Sized>(
             });
         }
     }
-    for &(.., i) in &sorted {
+    sorted.into_iter().map(|(.., i)| i).collect()
+}
+
+/// Writes the records at `positions`, one line each, in that order.
+pub fn write_lines<W: fmt::Write, R: PrintableRecords + ?Sized>(
+    out: &mut W,
+    records: &R,
+    positions: &[usize],
+) -> fmt::Result {
+    for &i in positions {
         records.write_line(i, out)?;
     }
     Ok(())
