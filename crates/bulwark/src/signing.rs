@@ -288,7 +288,6 @@ pub fn sign_zone(
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> anyhow::Result<SignedZone> {
     let plan = ZonePlan::new(apex, records, keys, settings).map_err(|e| anyhow!("{e}"))?;
-
     let jobs = plan.jobs();
     // Chunks small enough to balance, large enough that taking one is rare.
     const CHUNK: usize = 256;
@@ -303,7 +302,7 @@ pub fn sign_zone(
     let kept = AtomicUsize::new(0);
     let threads = threads.clamp(1, jobs.len().div_ceil(CHUNK).max(1));
     // Each worker's share, reserved once: growing a vector of a million
-    // records would copy it several times over.
+    // signatures would copy it several times over.
     let share = plan
         .signature_count(keys, settings.now)
         .div_ceil(threads)
