@@ -37,5 +37,5 @@ pub use keyfile::{
 pub use plan::{SignJob, SignerSettings, ZonePlan};
 pub use reuse::SignatureCache;
 pub use rollover::{plan_key_actions, KeyAction, KeyPolicy, RolloverTimes};
-pub use rrsig::{sign_rrset, verify_rrsig, RrsetSigner, SignatureValidity};
+pub use rrsig::{verify_rrsig, RrsetSigner, SignatureValidity};
 pub use signature::{Signature, SignatureFields, SignedRecords};

@@ -330,26 +330,8 @@ impl ZonePlan {
     }
 
     /// Signs `jobs` (any slice of `jobs()`) with the keys active at `now`
-    /// (see [`signers`] for which key signs what), as records.
-    pub fn sign(
-        &self,
-        jobs: &[SignJob],
-        keys: &[ZoneKey],
-        now: u64,
-        validity: SignatureValidity,
-    ) -> Result<Vec<Record>, SignError> {
-        let mut signatures = Vec::new();
-        self.sign_into(jobs, keys, now, validity, None, &mut signatures)?;
-        Ok(signatures
-            .iter()
-            .filter_map(|s| {
-                let covered = self.records.get(s.covers)?;
-                Some(s.fields.record(covered, &self.apex))
-            })
-            .collect())
-    }
-
-    /// Signs `jobs` into `out`, keeping each signature in `reuse`'s cache
+    /// (see [`signers`] for which key signs what) into `out`, keeping each
+    /// signature in `reuse`'s cache
     /// whose RRset is unchanged, whose key still signs, and that stays
     /// valid for the refresh interval given with it (seconds); returns how
     /// many were kept.

@@ -4,7 +4,7 @@
 
 use bulwark_crypto::verify;
 use bulwark_proto::rdata::{Dnskey, Rrsig};
-use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
+use bulwark_proto::{Class, Name, Rdata, Rtype};
 
 use crate::key::ZoneKey;
 use crate::signature::SignatureFields;
@@ -91,28 +91,6 @@ fn write_signed_data(rrsig: &Rrsig, rrset: &CanonicalRrset, data: &mut Vec<u8>) 
     data.clear();
     rrsig.write_without_signature(data, true);
     rrset.write_records(rrsig.original_ttl, data);
-}
-
-/// The RRSIG record that `key` makes over `rrset` (RRSIG TTL = the RRset's,
-/// RFC 4034 §3).
-pub fn sign_rrset(
-    rrset: &CanonicalRrset,
-    key: &ZoneKey,
-    apex: &Name,
-    validity: SignatureValidity,
-) -> Result<Record, SignError> {
-    let fields = RrsetSigner::new(apex, validity).sign(rrset, key)?;
-    Ok(Record {
-        owner: rrset.owner.clone(),
-        class: rrset.class,
-        ttl: rrset.ttl,
-        rdata: Rdata::Rrsig(Rrsig {
-            type_covered: rrset.rtype,
-            original_ttl: rrset.ttl,
-            signer: apex.to_lowercase(),
-            ..fields.into_rrsig_parts()
-        }),
-    })
 }
 
 /// Signs RRsets of one zone with one validity, reusing its RRSIG header and

@@ -26,25 +26,14 @@ impl SignatureFields {
     pub fn rrsig(&self, covered: &Record, signer: &Name) -> Rrsig {
         Rrsig {
             type_covered: covered.rtype(),
-            original_ttl: covered.ttl,
-            signer: signer.clone(),
-            ..self.clone().into_rrsig_parts()
-        }
-    }
-
-    /// An RRSIG with these fields; type covered, original TTL and signer
-    /// left empty for the caller to fill.
-    pub fn into_rrsig_parts(self) -> Rrsig {
-        Rrsig {
-            type_covered: Rtype(0),
             algorithm: self.algorithm,
             labels: self.labels,
-            original_ttl: 0,
+            original_ttl: covered.ttl,
             expiration: self.expiration,
             inception: self.inception,
             key_tag: self.key_tag,
-            signer: Name::root(),
-            signature: self.signature,
+            signer: signer.clone(),
+            signature: self.signature.clone(),
         }
     }
 
@@ -136,5 +125,71 @@ impl PrintableRecords for SignedRecords<'_> {
                 None => Ok(()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::{
+        Algorithm, Denial, KeyRole, KeyTiming, SignatureValidity, SignerSettings, SigningKey,
+        ZoneKey, ZonePlan,
+    };
+    use bulwark_zone::printer::{print_order, write_lines};
+    use bulwark_zone::{parse_str, print_zone};
+
+    /// The printer reading compact signatures writes exactly what it writes
+    /// for the same signatures made into records: owner, type, RDATA order
+    /// (several RRSIGs per name) and text all come from the right place.
+    #[test]
+    fn compact_signatures_print_as_their_records_do() {
+        let apex: Name = "example.".parse().unwrap();
+        let zone = "@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n@ 300 MX 10 mail\n\
+                    ns 300 A 192.0.2.1\nmail 300 A 192.0.2.2\nmail 300 AAAA 2001:db8::2\n\
+                    *.w 60 TXT \"x\"\nsub 300 NS ns.sub\nns.sub 300 A 192.0.2.9\n";
+        let records = parse_str(zone, &apex, "test").unwrap();
+        let keys: Vec<ZoneKey> = [KeyRole::Ksk, KeyRole::Zsk]
+            .into_iter()
+            .map(|role| {
+                let key = SigningKey::generate(Algorithm::Ed25519, None).unwrap();
+                ZoneKey::new(role, key, KeyTiming::starting_at(1_000))
+            })
+            .collect();
+        let settings = SignerSettings {
+            denial: Denial::Nsec,
+            dnskey_ttl: None,
+            publish_cds: true,
+            cds_key_tags: None,
+            now: 2_000,
+        };
+        let plan = ZonePlan::new(&apex, records, &keys, &settings).unwrap();
+        let validity = SignatureValidity {
+            inception: 1_000,
+            expiration: 9_000,
+        };
+        let mut signatures = Vec::new();
+        plan.sign_into(plan.jobs(), &keys, 2_000, validity, None, &mut signatures)
+            .unwrap();
+        // Against the signing order, so the printer must order each name's
+        // RRSIGs by their data itself.
+        signatures.reverse();
+        let signed = SignedRecords {
+            records: plan.records(),
+            signatures: &signatures,
+            signer: plan.apex(),
+        };
+        let mut compact = String::new();
+        write_lines(&mut compact, &signed, &print_order(&signed)).unwrap();
+
+        let mut whole = plan.records().to_vec();
+        whole.extend((0..signatures.len()).map(|i| signed.signature_record(i).unwrap()));
+        assert_eq!(compact, print_zone(&whole));
+        // Every job signed once per key of its role, and a name with several
+        // RRsets carries several RRSIGs in one run.
+        assert_eq!(signatures.len(), plan.jobs().len());
+        assert!(compact.contains("mail.example. 300 IN RRSIG A 15 2 300"));
+        assert!(compact.contains("mail.example. 300 IN RRSIG AAAA 15 2 300"));
+        assert!(compact.contains("*.w.example. 60 IN RRSIG TXT 15 2 60"));
     }
 }

@@ -71,14 +71,6 @@ type PrintKey = (bool, Vec<u8>, Rtype, usize);
 /// by its wire form). Each record's sort key is built once, with the owner as
 /// a memcmp-able canonical key, so a large zone sorts quickly.
 pub fn write_zone<W: fmt::Write>(out: &mut W, records: &[Record]) -> fmt::Result {
-    write_zone_from(out, records)
-}
-
-/// [`write_zone`] over any [`PrintableRecords`].
-pub fn write_zone_from<W: fmt::Write, R: PrintableRecords + ?Sized>(
-    out: &mut W,
-    records: &R,
-) -> fmt::Result {
     write_lines(out, records, &print_order(records))
 }
 
