@@ -275,6 +275,20 @@ impl Zones {
         }
     }
 
+    /// Publishes the table, lets it go, then tells listeners which zones
+    /// changed (they may take the table themselves).
+    fn publish_and_announce(
+        &self,
+        table: std::sync::MutexGuard<'_, ZoneTable>,
+        changed: impl IntoIterator<Item = (Name, u32)>,
+    ) {
+        self.publish(&table);
+        drop(table);
+        for (origin, serial) in changed {
+            self.emit(ZoneEvent::Changed { origin, serial });
+        }
+    }
+
     /// Builds a set from the table's served zones and swaps it in at once.
     fn publish(&self, table: &ZoneTable) {
         let set = ZoneSet::new(
@@ -329,11 +343,7 @@ impl Zones {
             table.entries.remove(&origin);
             report.removed.push(origin);
         }
-        self.publish(&table);
-        drop(table);
-        for (origin, serial) in changed {
-            self.emit(ZoneEvent::Changed { origin, serial });
-        }
+        self.publish_and_announce(table, changed);
         self.emit(ZoneEvent::ListChanged);
         report
     }
@@ -352,14 +362,7 @@ impl Zones {
         } else {
             self.load_one(&mut table, &spec, now)
         };
-        self.publish(&table);
-        drop(table);
-        if let Some(serial) = serial {
-            self.emit(ZoneEvent::Changed {
-                origin: origin.clone(),
-                serial,
-            });
-        }
+        self.publish_and_announce(table, serial.map(|s| (origin.clone(), s)));
         Ok(outcome)
     }
 
@@ -474,14 +477,7 @@ impl Zones {
             Cause::Update(Box::new(diff)),
             unix_now(),
         )?;
-        self.publish(&table);
-        drop(table);
-        if let Some(serial) = serial {
-            self.emit(ZoneEvent::Changed {
-                origin: origin.clone(),
-                serial,
-            });
-        }
+        self.publish_and_announce(table, serial.map(|s| (origin.clone(), s)));
         Ok(Ok(serial))
     }
 

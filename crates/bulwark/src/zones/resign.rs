@@ -85,14 +85,7 @@ impl Zones {
         let serial = self
             .commit(&mut table, &spec, unsigned, Cause::Resign, unix_now())
             .map_err(|e| vec![e.to_string()])?;
-        self.publish(&table);
-        drop(table);
-        if let Some(serial) = serial {
-            self.emit(ZoneEvent::Changed {
-                origin: origin.clone(),
-                serial,
-            });
-        }
+        self.publish_and_announce(table, serial.map(|s| (origin.clone(), s)));
         Ok(Some(()))
     }
 }

@@ -10,36 +10,24 @@ use bulwark_proto::{Name, Record};
 use bulwark_zone::Zone;
 
 use super::version::serial_of;
-use super::{soa_serial, Zones};
+use super::{soa_serial, ZoneTable, Zones};
 
 impl Zones {
     /// Zones whose unsigned content has changes their file lacks, for
     /// longer than their `zonefile_sync` delay at `now`.
     pub fn files_due(&self, now: Instant) -> Vec<Name> {
         let table = self.lock();
-        table
-            .all_specs()
-            .iter()
-            .filter_map(|spec| {
-                let delay = spec.replication.zonefile_sync?;
-                let since = table.entries.get(&spec.origin)?.dirty_since?;
-                (now.saturating_duration_since(since) >= delay).then(|| spec.origin.clone())
-            })
+        file_deadlines(&table)
+            .into_iter()
+            .filter(|(_, due)| *due <= now)
+            .map(|(origin, _)| origin)
             .collect()
     }
 
     /// When the next file write is due, if any is pending.
     pub fn next_file_due(&self) -> Option<Instant> {
         let table = self.lock();
-        table
-            .all_specs()
-            .iter()
-            .filter_map(|spec| {
-                let delay = spec.replication.zonefile_sync?;
-                let since = table.entries.get(&spec.origin)?.dirty_since?;
-                since.checked_add(delay)
-            })
-            .min()
+        file_deadlines(&table).into_iter().map(|(_, due)| due).min()
     }
 
     /// Writes the unsigned content of `origin` to its file (atomically:
@@ -128,4 +116,18 @@ fn humantime_now() -> String {
             |_| "-".to_string(),
             |d| format!("unix time {}", d.as_secs()),
         )
+}
+
+/// Each zone with changes its file lacks, and when its file is due: the
+/// first unwritten change plus the zone's `zonefile_sync` delay.
+fn file_deadlines(table: &ZoneTable) -> Vec<(Name, Instant)> {
+    table
+        .all_specs()
+        .into_iter()
+        .filter_map(|spec| {
+            let delay = spec.replication.zonefile_sync?;
+            let since = table.entries.get(&spec.origin)?.dirty_since?;
+            Some((spec.origin, since.checked_add(delay)?))
+        })
+        .collect()
 }
