@@ -98,6 +98,7 @@ for server in $SERVERS; do
     echo "== $server on 127.0.0.1:$port (CPU $SERVER_CPU)" >&2
     "start_$server" "$port"
     wait_ready "$port" "$server"
+    pin_server "$SERVER_PID"
     [ "$server" = null ] || measure_sizes "$server" "$port"
     for class in $CLASSES; do
         do=0

@@ -120,6 +120,22 @@ wait_ready() {
     return 1
 }
 
+# pin_server PID: every thread of the server and its children onto
+# $SERVER_CPU, then check that none left it. taskset at start is not enough:
+# knotd moves each UDP worker thread to CPU (worker id % online CPUs) when the
+# worker starts, which put its only worker on the generator's core, where it
+# shared that core with dnsperf and got same-CPU loopback wake-ups.
+pin_server() {
+    local p t bad=0
+    for p in $(server_pids "$1"); do
+        taskset -a -p -c "$SERVER_CPU" "$p" >/dev/null || bad=1
+        for t in /proc/"$p"/task/*; do
+            [ "$(sed -n 's/^Cpus_allowed_list:\t*//p' "$t/status" 2>/dev/null)" = "$SERVER_CPU" ] || bad=1
+        done
+    done
+    [ "$bad" = 0 ] || { echo "could not pin every thread of PID $1 to CPU $SERVER_CPU" >&2; return 1; }
+}
+
 # All PIDs of a server: the process and its descendants (nsd forks its
 # workers; their CPU time is not in the parent's utime until they exit).
 server_pids() {
