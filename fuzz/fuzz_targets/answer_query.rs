@@ -7,7 +7,9 @@
 //! and every response parses, carries the query's ID, says the rcode and TC the
 //! answerer reported, and fits the size limit (RFC 1035 §4.2.1: 512 octets over
 //! UDP without EDNS; RFC 6891 §6.2.5: the client's EDNS size, at least 512,
-//! capped by our 1232; 65535 over TCP).
+//! capped by our 1232; 65535 over TCP). A response cache asked the same
+//! query twice (once to fill, once to replay) gives the fresh answer's octets,
+//! outcome and rate-limiting key both times.
 #![no_main]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -119,12 +121,23 @@ fuzz_target!(|data: &[u8]| {
     let zones = zones();
     let config = Arc::new(AnswerConfig::default());
     let max_udp = config.max_udp_payload;
-    let mut answerer = Answerer::new(config);
+    let mut answerer = Answerer::new(Arc::clone(&config));
+    let mut cached = Answerer::new(config).with_response_cache(8);
     let mut out = Vec::new();
+    let mut replayed = Vec::new();
     for transport in [Transport::Udp, Transport::Tcp] {
         let outcome = answerer.answer(zones, transport, data, &mut out);
         check(data, transport, max_udp, outcome, &out);
-        let _ = answerer.rrl_key();
+        for round in ["filling", "replaying"] {
+            let again = cached.answer(zones, transport, data, &mut replayed);
+            assert_eq!(again, outcome, "{transport:?} {round}: outcome differs");
+            assert_eq!(replayed, out, "{transport:?} {round}: octets differ");
+            assert_eq!(
+                cached.rrl_key(),
+                answerer.rrl_key(),
+                "{transport:?} {round}: rate-limiting key differs"
+            );
+        }
 
         // The same query with the defences on: DNS cookies and per-zone access,
         // from a client of each address family.

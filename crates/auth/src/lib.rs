@@ -37,6 +37,7 @@ mod negative;
 mod query;
 mod referral;
 mod response;
+mod response_cache;
 mod solve;
 mod wildcard;
 
@@ -53,6 +54,7 @@ use bulwark_zone::ZoneSet;
 use crate::imputed::Imputed;
 use crate::query::{read_query, Rejected};
 use crate::response::{ExtendedError, Response};
+use crate::response_cache::ResponseCache;
 use crate::solve::Scratch;
 
 /// DNS flag day 2020: a UDP payload that avoids IP fragmentation on common paths.
@@ -182,6 +184,9 @@ pub struct Answerer {
     scratch: Scratch,
     rdata: Vec<u8>,
     cookie_valid: bool,
+    /// `None` unless asked for: worth it where one answerer sees many queries
+    /// (a UDP worker), not per TCP connection.
+    cache: Option<ResponseCache>,
 }
 
 impl Answerer {
@@ -191,7 +196,15 @@ impl Answerer {
             scratch: Scratch::default(),
             rdata: Vec::new(),
             cookie_valid: false,
+            cache: None,
         }
+    }
+
+    /// Remembers up to `slots` complete responses (rounded up to a power of
+    /// two) and replays them for the same question; 0 turns the cache off.
+    pub fn with_response_cache(mut self, slots: usize) -> Answerer {
+        self.cache = (slots > 0).then(|| ResponseCache::new(slots));
+        self
     }
 
     pub fn config(&self) -> &AnswerConfig {
@@ -234,6 +247,50 @@ impl Answerer {
         out.clear();
         self.scratch.imputed.error();
         self.cookie_valid = false;
+        // Zone access lists make an answer depend on the client: not replayable.
+        let cache = self
+            .cache
+            .as_mut()
+            .filter(|_| request.zone_access.is_none());
+        if let Some(cache) = cache {
+            let cookies_on = request.cookies.is_some();
+            let hit = cache.lookup(
+                query,
+                request.transport,
+                cookies_on,
+                zones.generation(),
+                out,
+            );
+            if let Some(hit) = hit {
+                self.scratch.imputed.set(hit.rrl.0, hit.rrl.1);
+                return AnswerOutcome::Respond {
+                    rcode: hit.rcode,
+                    truncated: hit.truncated,
+                };
+            }
+            let outcome = self.answer_uncached(zones, request, query, out);
+            if let (Some(cache), AnswerOutcome::Respond { rcode, truncated }) =
+                (self.cache.as_mut(), outcome)
+            {
+                cache.insert(
+                    out,
+                    zones.generation(),
+                    (rcode, truncated),
+                    self.scratch.imputed.key(),
+                );
+            }
+            return outcome;
+        }
+        self.answer_uncached(zones, request, query, out)
+    }
+
+    fn answer_uncached(
+        &mut self,
+        zones: &ZoneSet,
+        request: &Request<'_>,
+        query: &[u8],
+        out: &mut Vec<u8>,
+    ) -> AnswerOutcome {
         let view = match read_query(query) {
             Ok(v) => v,
             Err(Rejected::Drop) => return AnswerOutcome::Drop,

@@ -24,6 +24,11 @@ use crate::defences::{
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = bulwark_auth::DEFAULT_MAX_UDP_PAYLOAD;
 /// RFC 6891 §6.2.5: values below 512 are treated as 512.
 const MIN_UDP_PAYLOAD: u16 = 512;
+/// Responses each UDP worker remembers by default: room for the busy names of
+/// most zones at about 100 octets of slot each before any is filled.
+pub const DEFAULT_RESPONSE_CACHE: usize = 16384;
+/// A bound so a typo cannot ask for gigabytes per worker.
+const MAX_RESPONSE_CACHE: usize = 1 << 22;
 pub const DEFAULT_TCP_IDLE_TIMEOUT_SECS: u64 = 10;
 pub const DEFAULT_TCP_MAX_CONNECTIONS: usize = 1000;
 pub const DEFAULT_LISTEN: [&str; 2] = ["127.0.0.1:53", "[::1]:53"];
@@ -79,6 +84,8 @@ pub struct ServerSection {
     pub listen: Option<Vec<Spanned<String>>>,
     pub threads: Option<Spanned<usize>>,
     pub max_udp_payload: Option<Spanned<u16>>,
+    /// Responses each UDP worker remembers; 0 turns the cache off.
+    pub response_cache: Option<Spanned<usize>>,
     pub tcp_idle_timeout: Option<Spanned<u64>>,
     pub tcp_max_connections: Option<Spanned<usize>>,
     pub tcp_max_connections_per_client: Option<usize>,
@@ -239,6 +246,8 @@ pub struct Settings {
     pub listen_given: bool,
     pub threads: usize,
     pub max_udp_payload: u16,
+    /// Slots of each UDP worker's response cache (0: off).
+    pub response_cache: usize,
     pub tcp_idle_timeout: Duration,
     pub tcp_max_connections: usize,
     pub chaos: ChaosIdentity,
@@ -446,6 +455,17 @@ fn resolve(
         }
         Some(v) => *v.get_ref(),
         None => DEFAULT_MAX_UDP_PAYLOAD,
+    };
+    let response_cache = match &f.server.response_cache {
+        Some(v) if *v.get_ref() > MAX_RESPONSE_CACHE => {
+            problems.push(src.at(
+                v.span(),
+                format!("response_cache: at most {MAX_RESPONSE_CACHE} responses per worker"),
+            ));
+            DEFAULT_RESPONSE_CACHE
+        }
+        Some(v) => *v.get_ref(),
+        None => DEFAULT_RESPONSE_CACHE,
     };
     let tcp_idle_timeout = match &f.server.tcp_idle_timeout {
         Some(v) if *v.get_ref() == 0 => {
@@ -746,6 +766,7 @@ fn resolve(
         listen_given,
         threads,
         max_udp_payload,
+        response_cache,
         tcp_idle_timeout: Duration::from_secs(tcp_idle_timeout),
         tcp_max_connections,
         chaos: ChaosIdentity {

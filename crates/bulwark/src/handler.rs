@@ -104,6 +104,15 @@ impl ServerHandler {
     }
 }
 
+impl ServerHandler {
+    /// Replays remembered responses to repeated questions (a UDP worker's
+    /// handler; see `bulwark_auth::Answerer::with_response_cache`).
+    pub fn with_response_cache(mut self, slots: usize) -> ServerHandler {
+        self.answerer = self.answerer.with_response_cache(slots);
+        self
+    }
+}
+
 impl std::fmt::Debug for ServerHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerHandler")

@@ -372,7 +372,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     let workers = udp.spawn(
         &UdpConfig::default(),
-        |_| ServerHandler::new(&shared, Transport::Udp),
+        |_| {
+            ServerHandler::new(&shared, Transport::Udp).with_response_cache(settings.response_cache)
+        },
         &shutdown,
     )?;
     if let Ok(mut g) = app.udp.lock() {

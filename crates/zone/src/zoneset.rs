@@ -1,6 +1,7 @@
 //! All zones served, found by the longest matching suffix.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
@@ -19,7 +20,13 @@ pub struct ZoneSet {
     by_apex: HashMap<Box<[u8]>, usize, RandomState>,
     /// The longest apex in wire octets: longer suffixes of a qname cannot match.
     longest_apex: usize,
+    /// Unique to this set's contents (a clone shares it): whatever was computed
+    /// from a set with another generation may be stale.
+    generation: u64,
 }
+
+/// Generations handed out so far; 0 is left to the empty default set.
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
 impl ZoneSet {
     /// A set of `zones`. Of several zones with the same apex, the first is served.
@@ -34,7 +41,14 @@ impl ZoneSet {
             zones,
             by_apex,
             longest_apex,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed).wrapping_add(1),
         }
+    }
+
+    /// Differs between any two sets built separately, even from the same zones,
+    /// so answers remembered from one set are never served from another.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The zone with the longest apex that `qname` is at or below.

@@ -1,0 +1,405 @@
+//! Complete responses remembered per worker, so a question asked again is
+//! answered by one copy and one patch (the ID) instead of parsing, looking up
+//! and encoding.
+//!
+//! Only answers that are a pure function of the query's octets, the zone set
+//! and the answerer's fixed configuration are kept: a query qualifies when it
+//! is a plain QUERY with one uncompressed, lowercase question and at most an
+//! OPT record without options. Everything an option could bring in (cookies,
+//! which depend on the client's address and the clock; NSID; padding; client
+//! subnet) keeps the query on the full path, as do zones with access lists,
+//! whose answers depend on the client. Names with capitals stay on it too:
+//! parts of an answer keep the query's case beyond the question (the owner
+//! labels a DNAME substitution carries into its CNAME's target), so a response
+//! cannot be patched from one case to another, and a name with capitals is
+//! most often a resolver's random case (draft-vixie-dnsext-dns0x20) that will
+//! not be asked again. The key is the whole query after its ID, so two queries
+//! share an entry only if every header flag, the EDNS buffer size, version and
+//! DO bit agree. Entries carry the zone set's generation: a zone change makes
+//! every older entry a miss.
+//!
+//! Direct-mapped by a per-worker randomly seeded hash: a query that collides
+//! evicts, so a flood of distinct names costs a miss each and never grows
+//! memory beyond the slots' buffers.
+
+use core::hash::BuildHasher;
+
+use bulwark_guard::ResponseClass;
+use bulwark_proto::Rcode;
+use foldhash::fast::RandomState;
+
+use crate::Transport;
+
+/// Header length (RFC 1035 §4.1.1).
+const HEADER: usize = 12;
+/// The longest name in wire form (RFC 1035 §3.1).
+const MAX_NAME: usize = 255;
+/// OPT's TYPE (RFC 6891 §6.1.1).
+const OPT_TYPE: [u8; 2] = [0, 41];
+/// Responses longer than this are answered afresh each time: the common
+/// answers are far smaller, and the cache's memory stays bounded by
+/// slots × this.
+const MAX_CACHED_RESPONSE: usize = 1232;
+
+/// A remembered response and what the server needs besides its octets.
+#[derive(Debug, Default)]
+struct Slot {
+    /// 0: empty. Otherwise the generation of the zone set it was answered from.
+    generation: u64,
+    key: Vec<u8>,
+    response: Vec<u8>,
+    rcode: Rcode,
+    truncated: bool,
+    rrl_class: Option<ResponseClass>,
+    rrl_name: Vec<u8>,
+}
+
+/// What a hit restores beyond the response octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit<'a> {
+    pub(crate) rcode: Rcode,
+    pub(crate) truncated: bool,
+    pub(crate) rrl: (ResponseClass, &'a [u8]),
+}
+
+#[derive(Debug)]
+pub(crate) struct ResponseCache {
+    slots: Vec<Slot>,
+    hasher: RandomState,
+    /// The key of the query being answered, built once for lookup and insert.
+    key: Vec<u8>,
+    /// Octets of the question name in the query being answered; 0 when the
+    /// query does not qualify.
+    qname_len: usize,
+    hash: u64,
+}
+
+impl ResponseCache {
+    /// A cache of `slots` entries (rounded up to a power of two, at least 1).
+    pub(crate) fn new(slots: usize) -> ResponseCache {
+        let slots = slots.clamp(1, 1 << 24).next_power_of_two();
+        ResponseCache {
+            slots: (0..slots).map(|_| Slot::default()).collect(),
+            hasher: RandomState::default(),
+            key: Vec::with_capacity(HEADER.saturating_add(MAX_NAME).saturating_add(16)),
+            qname_len: 0,
+            hash: 0,
+        }
+    }
+
+    fn slot_index(&self) -> usize {
+        // The mask keeps the index below the power-of-two length.
+        let mask = self.slots.len().saturating_sub(1) as u64;
+        usize::try_from(self.hash & mask).unwrap_or(0)
+    }
+
+    /// Looks `query` up. On a hit the response, with the query's ID, is in
+    /// `out`. On a miss the key is kept for [`ResponseCache::insert`].
+    pub(crate) fn lookup(
+        &mut self,
+        query: &[u8],
+        transport: Transport,
+        cookies_on: bool,
+        generation: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<Hit<'_>> {
+        self.qname_len = 0;
+        let qname_len = cache_key(query, transport, cookies_on, &mut self.key)?;
+        self.qname_len = qname_len;
+        self.hash = self.hasher.hash_one(self.key.as_slice());
+        let index = self.slot_index();
+        let slot = self.slots.get(index)?;
+        if slot.generation != generation || slot.generation == 0 || slot.key != self.key {
+            return None;
+        }
+        let rrl_class = slot.rrl_class?;
+        out.clear();
+        out.extend_from_slice(&slot.response);
+        out.get_mut(..2)?.copy_from_slice(query.get(..2)?);
+        Some(Hit {
+            rcode: slot.rcode,
+            truncated: slot.truncated,
+            rrl: (rrl_class, &slot.rrl_name),
+        })
+    }
+
+    /// Remembers `response`, the answer to the query last passed to
+    /// [`ResponseCache::lookup`] (which missed), if it may be replayed.
+    pub(crate) fn insert(
+        &mut self,
+        response: &[u8],
+        generation: u64,
+        (rcode, truncated): (Rcode, bool),
+        (rrl_class, rrl_name): (ResponseClass, &[u8]),
+    ) {
+        let qname_len = self.qname_len;
+        self.qname_len = 0;
+        if qname_len == 0 || generation == 0 || response.len() > MAX_CACHED_RESPONSE {
+            return;
+        }
+        // Only answers that repeat the question are kept: an error without it
+        // is cheap to make again.
+        let name_end = HEADER.saturating_add(qname_len);
+        let key_name = self
+            .key
+            .get(HEADER.saturating_sub(1)..name_end.saturating_sub(1));
+        let (Some(ours), Some(key_name)) = (response.get(HEADER..name_end), key_name) else {
+            return;
+        };
+        if response.get(4..6) != Some(&[0, 1][..]) || ours != key_name {
+            return;
+        }
+        let index = self.slot_index();
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        slot.generation = generation;
+        slot.key.clear();
+        slot.key.extend_from_slice(&self.key);
+        slot.response.clear();
+        slot.response.extend_from_slice(response);
+        slot.rcode = rcode;
+        slot.truncated = truncated;
+        slot.rrl_class = Some(rrl_class);
+        slot.rrl_name.clear();
+        slot.rrl_name.extend_from_slice(rrl_name);
+    }
+}
+
+/// Builds the key of `query` into `key` if the query qualifies (see the module
+/// comment) and returns its question name's length in octets.
+///
+/// The key is one octet for the transport and the cookie setting, then the
+/// query from its flags on; it therefore starts the name at offset 11.
+fn cache_key(
+    query: &[u8],
+    transport: Transport,
+    cookies_on: bool,
+    key: &mut Vec<u8>,
+) -> Option<usize> {
+    let header = query.get(..HEADER)?;
+    let flags = header.get(2)?;
+    // QR clear and opcode QUERY; anything else is for the full path to judge.
+    if flags & 0xf8 != 0 {
+        return None;
+    }
+    let counts = header.get(4..HEADER)?;
+    let additional = match counts {
+        [0, 1, 0, 0, 0, 0, 0, 0] => false,
+        [0, 1, 0, 0, 0, 0, 0, 1] => true,
+        _ => return None,
+    };
+    let qname_len = plain_name_len(query.get(HEADER..)?)?;
+    let question_end = HEADER.checked_add(qname_len)?.checked_add(4)?;
+    let rest = query.get(question_end..)?;
+    if additional {
+        // Root owner, TYPE OPT, any CLASS (the buffer size) and TTL (extended
+        // RCODE, version, DO), and no options.
+        let [0, t0, t1, _, _, _, _, _, _, 0, 0] = rest else {
+            return None;
+        };
+        if [*t0, *t1] != OPT_TYPE {
+            return None;
+        }
+    } else if !rest.is_empty() {
+        return None;
+    }
+    let tag = match (transport, cookies_on) {
+        (Transport::Udp, false) => 0,
+        (Transport::Udp, true) => 1,
+        (Transport::Tcp, false) => 2,
+        (Transport::Tcp, true) => 3,
+    };
+    key.clear();
+    key.push(tag);
+    key.extend_from_slice(query.get(2..)?);
+    Some(qname_len)
+}
+
+/// The length of the uncompressed name without capitals at the start of
+/// `wire`, if it is one.
+fn plain_name_len(wire: &[u8]) -> Option<usize> {
+    let mut at = 0usize;
+    loop {
+        let len = usize::from(*wire.get(at)?);
+        if len > 63 {
+            return None;
+        }
+        let first = at.checked_add(1)?;
+        let label = wire.get(first..first.checked_add(len)?)?;
+        if label.iter().any(u8::is_ascii_uppercase) {
+            return None;
+        }
+        at = first.checked_add(len)?;
+        if at > MAX_NAME {
+            return None;
+        }
+        if len == 0 {
+            return Some(at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    /// `www.example.` A, with `ar` the additional section as wire.
+    fn query(id: u16, name: &[u8], ar: &[u8]) -> Vec<u8> {
+        let mut q = id.to_be_bytes().to_vec();
+        q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(!ar.is_empty())]);
+        q.extend_from_slice(name);
+        q.extend_from_slice(&[0, 1, 0, 1]);
+        q.extend_from_slice(ar);
+        q
+    }
+
+    const WWW: &[u8] = b"\x03www\x07example\x00";
+    const OPT_DO: &[u8] = &[0, 0, 41, 4, 208, 0, 0, 0x80, 0, 0, 0];
+
+    /// A response to `q`: its header with QR set, its question, one octet of "answer".
+    fn response_to(q: &[u8]) -> Vec<u8> {
+        let mut r = q.to_vec();
+        r[2] |= 0x80;
+        r.push(0xaa);
+        r
+    }
+
+    fn fill(cache: &mut ResponseCache, q: &[u8], generation: u64) {
+        let mut out = Vec::new();
+        assert!(cache
+            .lookup(q, Transport::Udp, false, generation, &mut out)
+            .is_none());
+        cache.insert(
+            &response_to(q),
+            generation,
+            (Rcode::NOERROR, false),
+            (ResponseClass::Positive, WWW),
+        );
+    }
+
+    #[test]
+    fn a_repeated_question_is_replayed_with_its_own_id() {
+        let mut cache = ResponseCache::new(64);
+        fill(&mut cache, &query(1, WWW, OPT_DO), 7);
+        let again = query(0xbeef, WWW, OPT_DO);
+        let mut out = Vec::new();
+        let hit = cache
+            .lookup(&again, Transport::Udp, false, 7, &mut out)
+            .unwrap();
+        assert_eq!(hit.rcode, Rcode::NOERROR);
+        assert_eq!(hit.rrl, (ResponseClass::Positive, WWW));
+        assert_eq!(out, response_to(&again));
+    }
+
+    #[test]
+    fn anything_that_changes_the_answer_misses() {
+        let mut cache = ResponseCache::new(64);
+        fill(&mut cache, &query(1, WWW, OPT_DO), 7);
+        let mut out = Vec::new();
+        let q = query(1, WWW, OPT_DO);
+        // Another zone set.
+        assert!(cache
+            .lookup(&q, Transport::Udp, false, 8, &mut out)
+            .is_none());
+        // Another transport, or cookies switched on.
+        assert!(cache
+            .lookup(&q, Transport::Tcp, false, 7, &mut out)
+            .is_none());
+        assert!(cache
+            .lookup(&q, Transport::Udp, true, 7, &mut out)
+            .is_none());
+        // DO clear, another buffer size, no OPT at all.
+        let no_do = [0, 0, 41, 4, 208, 0, 0, 0, 0, 0, 0];
+        assert!(cache
+            .lookup(&query(1, WWW, &no_do), Transport::Udp, false, 7, &mut out)
+            .is_none());
+        let small = [0, 0, 41, 2, 0, 0, 0, 0x80, 0, 0, 0];
+        assert!(cache
+            .lookup(&query(1, WWW, &small), Transport::Udp, false, 7, &mut out)
+            .is_none());
+        assert!(cache
+            .lookup(&query(1, WWW, &[]), Transport::Udp, false, 7, &mut out)
+            .is_none());
+        // RD clear.
+        let mut no_rd = q.clone();
+        no_rd[2] = 0;
+        assert!(cache
+            .lookup(&no_rd, Transport::Udp, false, 7, &mut out)
+            .is_none());
+        // And the original still hits.
+        assert!(cache
+            .lookup(&q, Transport::Udp, false, 7, &mut out)
+            .is_some());
+    }
+
+    #[test]
+    fn queries_with_options_or_odd_shapes_never_qualify() {
+        let mut key = Vec::new();
+        let cookie = [
+            0, 0, 41, 4, 208, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        let cases: Vec<Vec<u8>> = vec![
+            query(1, WWW, &cookie),
+            // Capitals in the question.
+            query(1, b"\x03www\x07Example\x00", &[]),
+            // A compression pointer in the question.
+            query(1, b"\x03www\xc0\x0c", &[]),
+            // Trailing octets.
+            [query(1, WWW, &[]), vec![0]].concat(),
+            // A response, and a NOTIFY.
+            {
+                let mut q = query(1, WWW, &[]);
+                q[2] |= 0x80;
+                q
+            },
+            {
+                let mut q = query(1, WWW, &[]);
+                q[2] = 4 << 3;
+                q
+            },
+            // Two questions.
+            {
+                let mut q = query(1, WWW, &[]);
+                q[5] = 2;
+                q
+            },
+            // Truncated mid-name.
+            query(1, WWW, &[])[..15].to_vec(),
+        ];
+        for q in cases {
+            assert_eq!(
+                cache_key(&q, Transport::Udp, false, &mut key),
+                None,
+                "{q:?}"
+            );
+        }
+        assert_eq!(
+            cache_key(&query(1, WWW, OPT_DO), Transport::Udp, false, &mut key),
+            Some(WWW.len())
+        );
+    }
+
+    #[test]
+    fn responses_without_the_question_are_not_kept() {
+        let mut cache = ResponseCache::new(64);
+        let q = query(1, WWW, &[]);
+        let mut out = Vec::new();
+        assert!(cache
+            .lookup(&q, Transport::Udp, false, 7, &mut out)
+            .is_none());
+        // A FORMERR-style header without a question.
+        let mut bare = q[..HEADER].to_vec();
+        bare[5] = 0;
+        cache.insert(
+            &bare,
+            7,
+            (Rcode::FORMERR, false),
+            (ResponseClass::Error, &[]),
+        );
+        assert!(cache
+            .lookup(&q, Transport::Udp, false, 7, &mut out)
+            .is_none());
+    }
+}
