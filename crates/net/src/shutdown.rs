@@ -1,6 +1,7 @@
-//! One signal that stops every listener: an eventfd the UDP workers poll beside
-//! their sockets (so they wake at once, without receive timeouts), and a watch
-//! channel the TCP tasks await.
+//! One signal that stops every listener: an eventfd the UDP workers with several
+//! sockets poll beside them (so they wake at once, without receive timeouts;
+//! a worker with one socket sleeps in recvmmsg and is woken by `UdpWorkers::join`
+//! shutting that socket for reading), and a watch channel the TCP tasks await.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};

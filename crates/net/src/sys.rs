@@ -98,6 +98,21 @@ impl RecvBatch {
 
     /// Receives up to a batch without blocking; `Ok(0)` when nothing is waiting.
     pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        match self.recv_with(fd, libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            r => r,
+        }
+    }
+
+    /// Sleeps until at least one datagram is waiting, then takes up to a batch
+    /// without waiting for more (MSG_WAITFORONE): one syscall per wake-up
+    /// where poll and a non-blocking receive take two. `Ok(0)` only once the
+    /// socket was shut down for reading, which is how the workers are stopped.
+    pub(crate) fn recv_waiting(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_with(fd, libc::MSG_WAITFORONE)
+    }
+
+    fn recv_with(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         // Pointers are derived afresh from exclusive borrows before every call, so
         // they are valid for the call whatever happened to `self` before.
         for (((hdr, iov), addr), chunk) in self
@@ -138,7 +153,7 @@ impl RecvBatch {
                     fd,
                     self.hdrs.as_mut_ptr(),
                     vlen,
-                    libc::MSG_DONTWAIT,
+                    flags,
                     std::ptr::null_mut(),
                 )
             };
@@ -146,10 +161,8 @@ impl RecvBatch {
                 return Ok(usize::try_from(r).unwrap_or(0));
             }
             let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => return Ok(0),
-                _ => return Err(e),
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
             }
         }
     }
