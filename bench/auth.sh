@@ -7,7 +7,7 @@
 #   LIGHT_QPS=20000  the fixed light load
 #   SERVERS="null bulwark knotd nsd named"
 #   CLASSES="www www-do any-do nx-do mix"
-#   MODES="light max quota"
+#   MODES="light max quota scale"
 #   CFS_QUOTA=25000 CFS_PERIOD=100000   the quota mode's cgroup v1 limits
 #   DNSPERF_OUTSTANDING=500             dnsperf -q
 #   SERVER_CPU=1 GEN_CPU=0              taskset CPUs
@@ -24,7 +24,7 @@ DUR=${DUR:-5}
 LIGHT_QPS=${LIGHT_QPS:-20000}
 SERVERS=${SERVERS:-"null bulwark knotd nsd named"}
 CLASSES=${CLASSES:-"www www-do any-do nx-do mix"}
-MODES=${MODES:-"light max quota"}
+MODES=${MODES:-"light max quota scale"}
 CFS_QUOTA=${CFS_QUOTA:-25000}
 CFS_PERIOD=${CFS_PERIOD:-100000}
 DNSPERF_OUTSTANDING=${DNSPERF_OUTSTANDING:-500}
@@ -122,6 +122,10 @@ for server in $SERVERS; do
     stop_server "$SERVER_PID"
     SERVER_PID=
 done
+
+if [[ " $MODES " == *" scale "* && " $SERVERS " == *" bulwark "* ]]; then
+    run_scaling
+fi
 
 cp "$RESULTS_TSV" "$BENCH/results/auth-$STAMP.tsv"
 versions=$WORK/versions.txt

@@ -25,6 +25,7 @@ run_dnsperf() {
     pids=$(server_pids "$SERVER_PID")
     [ "$limit" != 0 ] && args+=(-Q "$limit")
     [ "$do" = 1 ] && args+=(-D)
+    [ -n "${DNSPERF_CLIENTS:-}" ] && args+=(-c "$DNSPERF_CLIENTS")
     out=$WORK/dnsperf-$server-$class-$mode.txt
     before=$(ticks $pids)
     local TIMEFORMAT='%U %S %R'
@@ -75,4 +76,30 @@ quota_off() {
     done
     rmdir "$g" 2>/dev/null
     return 0
+}
+
+# run_scaling: bulwark alone, with 1 worker under CFS_QUOTA and then 2 workers
+# under twice that, every class, dnsperf with 8 client sockets (one socket
+# would hash every query to one worker). Rows: modes scale1 and scale2.
+run_scaling() {
+    local threads port class do quota=$CFS_QUOTA
+    for threads in 1 2; do
+        port=$(free_port)
+        echo "== bulwark with $threads worker(s) under $((quota * threads))/$CFS_PERIOD" >&2
+        BULWARK_THREADS=$threads start_bulwark "$port"
+        wait_ready "$port" bulwark
+        pin_server "$SERVER_PID"
+        for class in $CLASSES; do
+            do=0
+            case $class in *-do) do=1 ;; esac
+            taskset -c "$GEN_CPU" dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/q-$class" \
+                -l 1 -Q 5000 >/dev/null 2>&1 || true
+            # shellcheck disable=SC2046
+            CFS_QUOTA=$((quota * threads)) quota_on bulwark $(server_pids "$SERVER_PID")
+            DNSPERF_CLIENTS=8 run_dnsperf bulwark "$class" "scale$threads" "$port" 0 "$DUR" "$do"
+            quota_off bulwark
+        done
+        stop_server "$SERVER_PID"
+        SERVER_PID=
+    done
 }

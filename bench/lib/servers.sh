@@ -14,7 +14,7 @@ start_bulwark() {
     mkdir -p "$d"
     # RRL exempts loopback by default (docs/configuration.md), so it never
     # limits dnsperf; cookies only act on queries that carry one.
-    taskset -c "$SERVER_CPU" "$BULWARK_BIN" serve --threads 1 \
+    taskset -c "$SERVER_CPU" "$BULWARK_BIN" serve --threads "${BULWARK_THREADS:-1}" \
         --listen "127.0.0.1:$port" --zone "$ORIGIN=$WORK/zone" \
         --log-level warn >"$d/log" 2>&1 &
     SERVER_PID=$!
