@@ -4,7 +4,9 @@
 //! `cargo bench -p bulwark-auth` runs it under divan. For instruction counts under
 //! callgrind, `BULWARK_BENCH_LOOP="<case> <n>"` skips divan and answers that case
 //! `n` times; the difference between two runs with different `n`, divided by the
-//! difference in `n`, is the cost of one query with the zone setup cancelled out.
+//! difference in `n`, is the cost of one query with the zone setup cancelled out;
+//! with `BULWARK_BENCH_CACHED=1` the answerer has a response cache, so every
+//! answer after the first is a replay.
 
 use std::sync::{Arc, OnceLock};
 
@@ -126,6 +128,29 @@ fn answer(bencher: Bencher, case: &str) {
     });
 }
 
+/// The same cases answered from a warm response cache: what a repeated
+/// question costs on a UDP worker.
+#[divan::bench(args = CASES)]
+fn answer_cached(bencher: Bencher, case: &str) {
+    let zones = zones();
+    let query = case_query(case);
+    let mut fresh = answerer();
+    let mut answerer = answerer().with_response_cache(1024);
+    let (mut want, mut out) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
+    fresh.answer(zones, Transport::Udp, &query, &mut want);
+    answerer.answer(zones, Transport::Udp, &query, &mut out);
+    answerer.answer(zones, Transport::Udp, &query, &mut out);
+    assert_eq!(out, want, "{case}: the replayed answer differs");
+    bencher.bench_local(|| {
+        answerer.answer(
+            zones,
+            Transport::Udp,
+            divan::black_box(&query),
+            divan::black_box(&mut out),
+        )
+    });
+}
+
 fn main() {
     if let Ok(spec) = std::env::var("BULWARK_BENCH_LOOP") {
         let (case, n) = spec
@@ -134,7 +159,11 @@ fn main() {
         let n: u64 = n.parse().expect("a count");
         let zones = zones();
         let query = case_query(case);
-        let mut answerer = answerer();
+        let mut answerer = if std::env::var_os("BULWARK_BENCH_CACHED").is_some() {
+            answerer().with_response_cache(1024)
+        } else {
+            answerer()
+        };
         let mut out = Vec::with_capacity(4096);
         for _ in 0..n {
             divan::black_box(answerer.answer(
