@@ -99,7 +99,7 @@ pub(crate) struct ResponseCache {
     /// query does not qualify.
     qname_len: usize,
     hash: u64,
-    /// xorshift64 state for sampled replacement; never 0.
+    /// xorshift64 state for sampled replacement; 0 until first seeded.
     draw: u64,
 }
 
