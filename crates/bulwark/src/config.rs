@@ -315,6 +315,26 @@ impl Source<'_> {
         let (line, col) = line_col(self.text, span.start);
         format!("{}:{line}:{col}: {message}", self.file.display())
     }
+
+    /// A setting's value if given and `valid`, else `default`; a given value
+    /// that is not valid adds `problem` at its place.
+    fn setting<T: Copy>(
+        &self,
+        value: Option<&Spanned<T>>,
+        default: T,
+        valid: impl Fn(T) -> bool,
+        problem: impl std::fmt::Display,
+        problems: &mut Vec<String>,
+    ) -> T {
+        match value {
+            Some(v) if !valid(*v.get_ref()) => {
+                problems.push(self.at(v.span(), problem));
+                default
+            }
+            Some(v) => *v.get_ref(),
+            None => default,
+        }
+    }
 }
 
 impl Locate for Source<'_> {
@@ -445,44 +465,34 @@ fn resolve(
         threads
     };
 
-    let max_udp_payload = match &f.server.max_udp_payload {
-        Some(v) if *v.get_ref() < MIN_UDP_PAYLOAD => {
-            problems.push(src.at(
-                v.span(),
-                format!("max_udp_payload: must be at least {MIN_UDP_PAYLOAD}"),
-            ));
-            DEFAULT_MAX_UDP_PAYLOAD
-        }
-        Some(v) => *v.get_ref(),
-        None => DEFAULT_MAX_UDP_PAYLOAD,
-    };
-    let response_cache = match &f.server.response_cache {
-        Some(v) if *v.get_ref() > MAX_RESPONSE_CACHE => {
-            problems.push(src.at(
-                v.span(),
-                format!("response_cache: at most {MAX_RESPONSE_CACHE} responses per worker"),
-            ));
-            DEFAULT_RESPONSE_CACHE
-        }
-        Some(v) => *v.get_ref(),
-        None => DEFAULT_RESPONSE_CACHE,
-    };
-    let tcp_idle_timeout = match &f.server.tcp_idle_timeout {
-        Some(v) if *v.get_ref() == 0 => {
-            problems.push(src.at(v.span(), "tcp_idle_timeout: must be at least 1 second"));
-            DEFAULT_TCP_IDLE_TIMEOUT_SECS
-        }
-        Some(v) => *v.get_ref(),
-        None => DEFAULT_TCP_IDLE_TIMEOUT_SECS,
-    };
-    let tcp_max_connections = match &f.server.tcp_max_connections {
-        Some(v) if *v.get_ref() == 0 => {
-            problems.push(src.at(v.span(), "tcp_max_connections: must be at least 1"));
-            DEFAULT_TCP_MAX_CONNECTIONS
-        }
-        Some(v) => *v.get_ref(),
-        None => DEFAULT_TCP_MAX_CONNECTIONS,
-    };
+    let max_udp_payload = src.setting(
+        f.server.max_udp_payload.as_ref(),
+        DEFAULT_MAX_UDP_PAYLOAD,
+        |v| v >= MIN_UDP_PAYLOAD,
+        format!("max_udp_payload: must be at least {MIN_UDP_PAYLOAD}"),
+        &mut problems,
+    );
+    let response_cache = src.setting(
+        f.server.response_cache.as_ref(),
+        DEFAULT_RESPONSE_CACHE,
+        |v| v <= MAX_RESPONSE_CACHE,
+        format!("response_cache: at most {MAX_RESPONSE_CACHE} responses per worker"),
+        &mut problems,
+    );
+    let tcp_idle_timeout = src.setting(
+        f.server.tcp_idle_timeout.as_ref(),
+        DEFAULT_TCP_IDLE_TIMEOUT_SECS,
+        |v| v > 0,
+        "tcp_idle_timeout: must be at least 1 second",
+        &mut problems,
+    );
+    let tcp_max_connections = src.setting(
+        f.server.tcp_max_connections.as_ref(),
+        DEFAULT_TCP_MAX_CONNECTIONS,
+        |v| v > 0,
+        "tcp_max_connections: must be at least 1",
+        &mut problems,
+    );
 
     let log_format = args.log_format.or(f.log.format).unwrap_or_default();
     let log_level = match (&args.log_level, &f.log.level) {
@@ -912,6 +922,22 @@ mod tests {
             err.problems[1].starts_with("/etc/bulwark/bulwark.toml:4:10: origin"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn response_cache_size_is_bounded_and_zero_turns_it_off() {
+        assert_eq!(
+            settings("[server]\n").unwrap().response_cache,
+            DEFAULT_RESPONSE_CACHE
+        );
+        assert_eq!(
+            settings("[server]\nresponse_cache = 0\n")
+                .unwrap()
+                .response_cache,
+            0
+        );
+        let err = settings("[server]\nresponse_cache = 100000000\n").unwrap_err();
+        assert!(err.problems[0].contains(":2:18: response_cache"), "{err}");
     }
 
     #[test]
