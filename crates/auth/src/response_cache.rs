@@ -320,17 +320,26 @@ mod tests {
         r
     }
 
-    fn fill(cache: &mut ResponseCache, q: &[u8], generation: u64) {
-        let mut out = Vec::new();
-        assert!(cache
-            .lookup(q, Transport::Udp, false, generation, &mut out)
-            .is_none());
+    /// Whether `q` (over UDP, cookies off) is answered from the cache.
+    fn hits(cache: &mut ResponseCache, q: &[u8], generation: u64) -> bool {
+        cache
+            .lookup(q, Transport::Udp, false, generation, &mut Vec::new())
+            .is_some()
+    }
+
+    /// Offers the answer to `q`, the query last looked up.
+    fn offer(cache: &mut ResponseCache, q: &[u8], generation: u64) {
         cache.insert(
             &response_to(q),
             generation,
             (Rcode::NOERROR, false),
             (ResponseClass::Positive, WWW),
         );
+    }
+
+    fn fill(cache: &mut ResponseCache, q: &[u8], generation: u64) {
+        assert!(!hits(cache, q, generation));
+        offer(cache, q, generation);
     }
 
     #[test]
@@ -354,9 +363,7 @@ mod tests {
         let mut out = Vec::new();
         let q = query(1, WWW, OPT_DO);
         // Another zone set.
-        assert!(cache
-            .lookup(&q, Transport::Udp, false, 8, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &q, 8));
         // Another transport, or cookies switched on.
         assert!(cache
             .lookup(&q, Transport::Tcp, false, 7, &mut out)
@@ -366,26 +373,16 @@ mod tests {
             .is_none());
         // DO clear, another buffer size, no OPT at all.
         let no_do = [0, 0, 41, 4, 208, 0, 0, 0, 0, 0, 0];
-        assert!(cache
-            .lookup(&query(1, WWW, &no_do), Transport::Udp, false, 7, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &query(1, WWW, &no_do), 7));
         let small = [0, 0, 41, 2, 0, 0, 0, 0x80, 0, 0, 0];
-        assert!(cache
-            .lookup(&query(1, WWW, &small), Transport::Udp, false, 7, &mut out)
-            .is_none());
-        assert!(cache
-            .lookup(&query(1, WWW, &[]), Transport::Udp, false, 7, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &query(1, WWW, &small), 7));
+        assert!(!hits(&mut cache, &query(1, WWW, &[]), 7));
         // RD clear.
         let mut no_rd = q.clone();
         no_rd[2] = 0;
-        assert!(cache
-            .lookup(&no_rd, Transport::Udp, false, 7, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &no_rd, 7));
         // And the original still hits.
-        assert!(cache
-            .lookup(&q, Transport::Udp, false, 7, &mut out)
-            .is_some());
+        assert!(hits(&mut cache, &q, 7));
     }
 
     #[test]
@@ -439,44 +436,20 @@ mod tests {
     fn a_live_entry_is_replaced_only_now_and_then_a_stale_one_at_once() {
         let www = query(1, WWW, &[]);
         let mail = query(1, b"\x04mail\x07example\x00", &[]);
-        let mut out = Vec::new();
         let mut replaced = 0;
         for _ in 0..200 {
             // One slot, so both questions map to it; a fresh seed each time.
             let mut cache = ResponseCache::new(1);
             fill(&mut cache, &www, 7);
-            assert!(cache
-                .lookup(&mail, Transport::Udp, false, 7, &mut out)
-                .is_none());
-            cache.insert(
-                &response_to(&mail),
-                7,
-                (Rcode::NOERROR, false),
-                (ResponseClass::Positive, WWW),
-            );
-            if cache
-                .lookup(&mail, Transport::Udp, false, 7, &mut out)
-                .is_some()
-            {
+            fill(&mut cache, &mail, 7);
+            if hits(&mut cache, &mail, 7) {
                 replaced += 1;
             } else {
-                assert!(cache
-                    .lookup(&www, Transport::Udp, false, 7, &mut out)
-                    .is_some());
+                assert!(hits(&mut cache, &www, 7));
             }
             // From a newer zone set the slot is taken at once.
-            assert!(cache
-                .lookup(&www, Transport::Udp, false, 8, &mut out)
-                .is_none());
-            cache.insert(
-                &response_to(&www),
-                8,
-                (Rcode::NOERROR, false),
-                (ResponseClass::Positive, WWW),
-            );
-            assert!(cache
-                .lookup(&www, Transport::Udp, false, 8, &mut out)
-                .is_some());
+            fill(&mut cache, &www, 8);
+            assert!(hits(&mut cache, &www, 8));
         }
         // One in REPLACE_ONE_IN (8): 25 expected; these bounds fail by chance
         // far less often than once in a billion runs.
@@ -490,10 +463,7 @@ mod tests {
     fn responses_without_the_question_are_not_kept() {
         let mut cache = ResponseCache::new(64);
         let q = query(1, WWW, &[]);
-        let mut out = Vec::new();
-        assert!(cache
-            .lookup(&q, Transport::Udp, false, 7, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &q, 7));
         // A FORMERR-style header without a question.
         let mut bare = q[..HEADER].to_vec();
         bare[5] = 0;
@@ -503,8 +473,6 @@ mod tests {
             (Rcode::FORMERR, false),
             (ResponseClass::Error, &[]),
         );
-        assert!(cache
-            .lookup(&q, Transport::Udp, false, 7, &mut out)
-            .is_none());
+        assert!(!hits(&mut cache, &q, 7));
     }
 }

@@ -106,8 +106,9 @@ impl RecvBatch {
 
     /// Sleeps until at least one datagram is waiting, then takes up to a batch
     /// without waiting for more (MSG_WAITFORONE): one syscall per wake-up
-    /// where poll and a non-blocking receive take two. `Ok(0)` only once the
-    /// socket was shut down for reading, which is how the workers are stopped.
+    /// where poll and a non-blocking receive take two. A socket shut down for
+    /// reading (how the workers are stopped) returns at once with empty
+    /// entries, not datagrams: the caller checks its shutdown flag first.
     pub(crate) fn recv_waiting(&mut self, fd: RawFd) -> io::Result<usize> {
         self.recv_with(fd, libc::MSG_WAITFORONE)
     }
