@@ -102,9 +102,7 @@ impl ServerHandler {
             deferred: None,
         }
     }
-}
 
-impl ServerHandler {
     /// Replays remembered responses to repeated questions (a UDP worker's
     /// handler; see `bulwark_auth::Answerer::with_response_cache`).
     pub fn with_response_cache(mut self, slots: usize) -> ServerHandler {
