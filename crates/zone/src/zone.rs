@@ -264,8 +264,8 @@ impl NodeIndex {
     /// RRsets for every empty non-terminal between the apex and an owner.
     /// Owners that do not fit the 4 GiB name buffer are returned instead of
     /// indexed.
-    fn build(mut nodes: Vec<(&[u8], Node)>, apex_len: usize) -> (NodeIndex, Vec<&[u8]>) {
-        nodes.sort_unstable_by(|a, b| canonical_cmp_wire(a.0, b.0));
+    fn build(nodes: Vec<(&[u8], Node)>, apex_len: usize) -> (NodeIndex, Vec<&[u8]>) {
+        let nodes = in_canonical_order(nodes);
         // Two passes over the sorted owners, first to size the buffers exactly
         // (they live as long as the zone), then to fill them.
         let (mut count, mut total) = (0usize, 0usize);
@@ -366,6 +366,52 @@ impl NodeIndex {
         self.slots
             .iter()
             .map(|s| (slot_name(&self.names, s), &s.node))
+    }
+}
+
+/// `nodes` sorted by owner in canonical order (RFC 4034 §6.1).
+///
+/// Comparing wire names label by label from the root end costs two label scans
+/// per comparison; a million-name zone spent a fifth of its load time there.
+/// Each owner's [`canonical_key`] compares with plain `memcmp` instead, and
+/// the stable sort finds the runs a zone file already has (names written in
+/// order, or a signer's output) in linear time.
+fn in_canonical_order(nodes: Vec<(&[u8], Node)>) -> Vec<(&[u8], Node)> {
+    let mut keys = Vec::new();
+    let mut order: Vec<(usize, usize, usize)> = Vec::with_capacity(nodes.len());
+    for (i, (owner, _)) in nodes.iter().enumerate() {
+        let start = keys.len();
+        canonical_key(owner, &mut keys);
+        order.push((start, keys.len(), i));
+    }
+    let key = |&(start, end, _): &(usize, usize, usize)| keys.get(start..end).unwrap_or(&[]);
+    if order.is_sorted_by(|a, b| key(a) <= key(b)) {
+        return nodes;
+    }
+    order.sort_by(|a, b| key(a).cmp(key(b)));
+    let mut slots: Vec<Option<(&[u8], Node)>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&(_, _, i)| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
+
+/// Appends to `out` an octet string whose `memcmp` order is the canonical
+/// order of lowercased wire names: the labels from the root end, each followed
+/// by a 0 terminator, with octets 0 and 1 inside a label written as 1 1 and
+/// 1 2 so that the terminator sorts below every label octet (a label that is a
+/// prefix of another sorts first, as does a name that is an ancestor).
+fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
+    let (offs, n) = label_offsets(wire);
+    for &off in offs.get(..n).unwrap_or(&[]).iter().rev() {
+        for &octet in label_at(wire, off) {
+            if octet <= 1 {
+                out.extend_from_slice(&[1, octet.saturating_add(1)]);
+            } else {
+                out.push(octet);
+            }
+        }
+        out.push(0);
     }
 }
 
@@ -821,6 +867,53 @@ mod tests {
             names(None, "a.b.example."),
             vec![n("example."), n("b.example.")]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_key_orders_as_canonical_cmp_wire(
+            a in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, b'a', b'b', 0xff]), 1..4), 0..4),
+            b in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, b'a', b'b', 0xff]), 1..4), 0..4),
+        ) {
+            let wire = |labels: &Vec<Vec<u8>>| {
+                let mut w = Vec::new();
+                for l in labels {
+                    w.push(u8::try_from(l.len()).unwrap());
+                    w.extend_from_slice(l);
+                }
+                w.push(0);
+                w
+            };
+            let (a, b) = (wire(&a), wire(&b));
+            let (mut ka, mut kb) = (Vec::new(), Vec::new());
+            canonical_key(&a, &mut ka);
+            canonical_key(&b, &mut kb);
+            proptest::prop_assert_eq!(ka.cmp(&kb), canonical_cmp_wire(&a, &b));
+        }
+    }
+
+    #[test]
+    fn nodes_come_out_in_canonical_order_from_any_order() {
+        let owners = [
+            "b.example.",
+            "example.",
+            "\\000.b.example.",
+            "z.a.example.",
+            "a.example.",
+        ];
+        let wires: Vec<Name> = owners.iter().map(|o| n(o).to_lowercase()).collect();
+        let nodes = wires
+            .iter()
+            .map(|w| (w.as_wire(), Node::default()))
+            .collect();
+        let sorted: Vec<&[u8]> = in_canonical_order(nodes)
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        let mut want: Vec<&[u8]> = wires.iter().map(Name::as_wire).collect();
+        want.sort_by(|a, b| canonical_cmp_wire(a, b));
+        assert_eq!(sorted, want);
+        assert_eq!(sorted.first(), Some(&n("example.").as_wire()));
     }
 
     #[test]
