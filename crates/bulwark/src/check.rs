@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use bulwark_zone::load::load_zone_file_with_warnings;
+use crate::zones::read_zone_file;
 
 use crate::cli::ServeArgs;
 use crate::config::{self, parse_origin};
@@ -18,7 +18,7 @@ pub fn check_zone(origin: &str, file: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match load_zone_file_with_warnings(&origin, file) {
+    match read_zone_file(&origin, file) {
         Ok(loaded) => {
             // Warnings do not stop a zone from loading: shown, exit status 0.
             for w in loaded.warning_lines(&file.display().to_string()) {
@@ -68,7 +68,7 @@ pub fn check_config(file: &Path) -> ExitCode {
         if z.replication.is_secondary() && !path.exists() {
             continue;
         }
-        if let Err(e) = load_zone_file_with_warnings(&z.origin, path) {
+        if let Err(e) = read_zone_file(&z.origin, path) {
             failed = failed.saturating_add(1);
             for p in &e.problems {
                 eprintln!("{p}");

@@ -142,6 +142,38 @@ impl ZoneBuilder {
         });
     }
 
+    /// An empty builder for records that come later in the same zone: same
+    /// apex, and the class of the records added so far.
+    pub fn fork(&self) -> ZoneBuilder {
+        ZoneBuilder {
+            apex: self.apex.clone(),
+            class: self.class,
+            arena: Vec::new(),
+            entries: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Appends what `later` gathered, as if its records had been added here
+    /// after this builder's own.
+    pub fn append(&mut self, later: ZoneBuilder) {
+        let shift = self.arena.len();
+        if self.arena.is_empty() {
+            self.arena = later.arena;
+        } else {
+            self.arena.extend_from_slice(&later.arena);
+        }
+        self.entries
+            .extend(later.entries.into_iter().map(|e| Entry {
+                off: e.off.saturating_add(shift),
+                ..e
+            }));
+        self.problems.extend(later.problems);
+        // A class mismatch was reported by whichever builder met it; one with
+        // no records yet takes the later one's, as adding them here would.
+        self.class = self.class.or(later.class);
+    }
+
     /// Freezes the gathered records into a zone, without the structural checks
     /// of [`check_zone`]. Returns the record-level problems found on the way.
     pub fn finish(self) -> (Zone, Vec<Problem>) {
@@ -179,6 +211,20 @@ impl ZoneBuilder {
             ));
         }
         (zone, problems)
+    }
+}
+
+impl crate::parse::split::RecordSink for ZoneBuilder {
+    fn add(&mut self, record: Record) {
+        ZoneBuilder::add(self, record);
+    }
+
+    fn fork(&self) -> ZoneBuilder {
+        ZoneBuilder::fork(self)
+    }
+
+    fn append(&mut self, later: ZoneBuilder) {
+        ZoneBuilder::append(self, later);
     }
 }
 

@@ -6,6 +6,7 @@ use bulwark_proto::{Name, Record};
 
 use crate::build::ZoneBuilder;
 use crate::check::Problem;
+use crate::parse::split::{parse_file_in_parts, Fork};
 use crate::zone::Zone;
 
 /// Everything that stopped a zone from loading. `Display` lists every problem,
@@ -54,6 +55,25 @@ pub fn load_zone_file_with_warnings(origin: &Name, path: &Path) -> Result<Loaded
             problems: diagnostics.iter().map(ToString::to_string).collect(),
         },
     )?;
+    build(builder, &file)
+}
+
+/// Like [`load_zone_file_with_warnings`], reading a large file in up to
+/// `parts` parts run through `fork` (see [`crate::parse::split`]); the zone and
+/// every message are the same as reading it in one go.
+pub fn load_zone_file_in_parts(
+    origin: &Name,
+    path: &Path,
+    fork: &impl Fork,
+    parts: usize,
+) -> Result<Loaded, LoadError> {
+    let file = path.display().to_string();
+    let mut builder = ZoneBuilder::new(origin);
+    parse_file_in_parts(path, origin, &mut builder, fork, parts).map_err(|diagnostics| {
+        LoadError {
+            problems: diagnostics.iter().map(ToString::to_string).collect(),
+        }
+    })?;
     build(builder, &file)
 }
 

@@ -97,3 +97,46 @@ fn an_unreadable_file_is_a_load_error() {
     let err = load_zone_file(&n("example."), &path).unwrap_err();
     assert!(!err.problems.is_empty());
 }
+
+/// Runs the second closure on a scoped thread, as the server does.
+struct Threads;
+
+impl bulwark_zone::parse::split::Fork for Threads {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        std::thread::scope(|s| {
+            let b = s.spawn(b);
+            let a = a();
+            (a, b.join().unwrap())
+        })
+    }
+}
+
+#[test]
+fn a_large_file_loads_in_parts_into_the_same_zone() {
+    use bulwark_zone::load::load_zone_file_in_parts;
+    use bulwark_zone::parse::split::MIN_PART_OCTETS;
+    // Enough text for three parts; duplicates and a TTL clash across the
+    // parts must be resolved as in one pass (first record's TTL kept).
+    let mut text = String::from(HEAD);
+    let mut i = 0;
+    while text.len() < 3 * MIN_PART_OCTETS + 4096 {
+        text.push_str(&format!(
+            "h{i} IN A 192.0.2.{}\n\tIN AAAA 2001:db8::{i:x}\nmx{i} MX 10 h{i}\n",
+            i % 256
+        ));
+        i += 1;
+    }
+    text.push_str("h1 IN A 192.0.2.1\nh2 60 IN A 192.0.2.99\nWILD.h3 TXT \"last\"\n");
+    let path = zone_file("in-parts", &text);
+    let origin = n("example.");
+    let whole = load_zone_file_with_warnings(&origin, &path).unwrap();
+    let parts = load_zone_file_in_parts(&origin, &path, &Threads, 3).unwrap();
+    assert_eq!(parts.zone.node_count(), whole.zone.node_count());
+    assert!(parts.zone.records().eq(whole.zone.records()));
+    assert_eq!(parts.warnings, whole.warnings);
+    assert_eq!(whole.warnings.len(), 1, "{:?}", whole.warnings);
+}

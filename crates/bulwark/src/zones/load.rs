@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use super::read_zone_file;
 use bulwark_proto::Record;
 use bulwark_xfr::serial::serial_gt;
-use bulwark_zone::load::load_zone_file_with_warnings;
 use bulwark_zone::{apply_to_zone, diff_zones, Zone};
 
 use super::version::{build_lenient, reload_serial, serial_of, set_serial, Cause};
@@ -42,7 +42,7 @@ impl Zones {
             );
         }
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-        let loaded = match load_zone_file_with_warnings(&origin, &path) {
+        let loaded = match read_zone_file(&origin, &path) {
             Ok(l) => l,
             Err(e) => {
                 for p in &e.problems {
@@ -176,7 +176,7 @@ impl Zones {
                 }
             },
             None => match &spec.path {
-                Some(path) if path.exists() => match load_zone_file_with_warnings(&origin, path) {
+                Some(path) if path.exists() => match read_zone_file(&origin, path) {
                     Ok(l) => (Some(l.zone), Cause::File),
                     Err(e) => {
                         for p in &e.problems {

@@ -14,6 +14,7 @@
 mod catalog;
 mod journal;
 mod load;
+mod read_file;
 mod report;
 mod resign;
 mod version;
@@ -34,6 +35,7 @@ use crate::config::ZoneSpec;
 use crate::signing::unix_now;
 
 pub(crate) use journal::Journal;
+pub(crate) use read_file::read_zone_file;
 #[cfg(test)]
 pub use report::ServedCopy;
 pub use report::ZoneInfo;

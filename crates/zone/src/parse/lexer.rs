@@ -65,16 +65,30 @@ pub struct Lexer<'a> {
     at: usize,
     line: u32,
     column: u32,
+    /// Where the line that began the last entry or error starts.
+    item_start: usize,
 }
 
 impl<'a> Lexer<'a> {
     pub fn new(src: &'a [u8]) -> Lexer<'a> {
+        Lexer::starting_at(src, 0, 1)
+    }
+
+    /// A lexer over `src` that begins at offset `at`, the start of line `line`,
+    /// so that positions are those of the whole text.
+    pub fn starting_at(src: &'a [u8], at: usize, line: u32) -> Lexer<'a> {
         Lexer {
             src,
-            at: 0,
-            line: 1,
+            at,
+            line,
             column: 1,
+            item_start: at,
         }
+    }
+
+    /// The offset of the line on which the entry (or error) last returned began.
+    pub fn item_start(&self) -> usize {
+        self.item_start
     }
 
     fn peek(&self) -> Option<u8> {
@@ -182,6 +196,7 @@ impl<'a> Lexer<'a> {
     fn entry(&mut self) -> Option<Result<Entry<'a>, LexError>> {
         loop {
             self.peek()?;
+            self.item_start = self.at;
             let starts_blank = self.column == 1 && matches!(self.peek(), Some(b' ' | b'\t'));
             let mut tokens = Vec::new();
             let mut depth = 0u32;

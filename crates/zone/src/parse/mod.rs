@@ -6,6 +6,7 @@
 
 pub mod generate;
 pub mod lexer;
+pub mod split;
 pub mod ttl;
 
 use std::path::{Path, PathBuf};
@@ -113,6 +114,8 @@ fn text_with(
         dir: None,
         origin: origin.clone(),
         last_owner: None,
+        owner_from_before: false,
+        used_owner_from_before: false,
     };
     parser.parse_text(text.as_bytes(), &mut file);
     parser.finish()
@@ -120,12 +123,17 @@ fn text_with(
 
 /// What is local to one file: RFC 1035 §5.1, an `$INCLUDE`d file has its own
 /// origin, and returning from it restores the includer's origin.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct FileState {
     label: String,
     dir: Option<PathBuf>,
     origin: Name,
     last_owner: Option<Name>,
+    /// This is a later part of a split parse (see [`split`]) that has given
+    /// no owner yet, so an entry repeating the previous owner would need one
+    /// from before the part; `used_owner_from_before` records that one did.
+    owner_from_before: bool,
+    used_owner_from_before: bool,
 }
 
 /// The TTL, class and type in front of a record's data.
@@ -142,6 +150,13 @@ struct Parser<'s> {
     rdata_parser: RdataParser,
     /// Where finished records go.
     sink: &'s mut dyn FnMut(Record),
+    state: State,
+}
+
+/// Everything a parse carries from one entry to the next, apart from where the
+/// records go: what a part of a split parse hands on (see [`split`]).
+#[derive(Debug, Clone, Default)]
+struct State {
     /// The zone's class: the first record's, IN when it names none.
     class: Option<Class>,
     /// RFC 2308 §4: `$TTL`, the TTL of records that give none.
@@ -159,6 +174,21 @@ struct Parser<'s> {
     diagnostics: Vec<Diagnostic>,
     /// Canonical paths of the files being read, outermost first.
     includes: Vec<PathBuf>,
+    /// `last_ttl` came from before this part of a split parse and has not been
+    /// replaced yet; `used_inherited_ttl` records that a record took it.
+    inherited_ttl: bool,
+    used_inherited_ttl: bool,
+}
+
+/// What one step of the parse did.
+enum Step {
+    Parsed,
+    /// The next entry starts at or after the stop offset (exactly at it when
+    /// `exact`); it was not parsed and the lexer is left before it.
+    Stopped {
+        exact: bool,
+    },
+    End,
 }
 
 fn lossy(text: &[u8]) -> String {
@@ -186,52 +216,60 @@ fn soa_minimum(rdata: &Rdata) -> Option<u32> {
 
 impl<'s> Parser<'s> {
     fn new(rdata_parser: RdataParser, sink: &'s mut dyn FnMut(Record)) -> Parser<'s> {
+        Parser::resume(rdata_parser, State::default(), sink)
+    }
+
+    /// A parser that carries on from `state`, handing records to `sink`.
+    fn resume(
+        rdata_parser: RdataParser,
+        state: State,
+        sink: &'s mut dyn FnMut(Record),
+    ) -> Parser<'s> {
         Parser {
             rdata_parser,
             sink,
-            class: None,
-            default_ttl: None,
-            last_ttl: None,
-            soa_minimum: None,
-            held: Vec::new(),
-            untimed: None,
-            diagnostics: Vec::new(),
-            includes: Vec::new(),
+            state,
         }
     }
 
     fn full(&self) -> bool {
-        self.diagnostics.len() >= MAX_DIAGNOSTICS
+        self.state.diagnostics.len() >= MAX_DIAGNOSTICS
     }
 
     fn report(&mut self, file: &FileState, pos: Pos, message: impl Into<String>) {
         if !self.full() {
-            self.diagnostics
-                .push(Diagnostic::new(&file.label, pos.line, pos.column, message));
+            self.state.diagnostics.push(Diagnostic::new(
+                &file.label,
+                pos.line,
+                pos.column,
+                message,
+            ));
         }
     }
 
     fn finish(mut self) -> Result<(), Vec<Diagnostic>> {
-        if !self.held.is_empty() {
+        if !self.state.held.is_empty() {
             // No SOA came to give the held records a TTL: they are not released.
-            if let Some(diagnostic) = self.untimed.take() {
+            if let Some(diagnostic) = self.state.untimed.take() {
                 if !self.full() {
-                    self.diagnostics.push(diagnostic);
+                    self.state.diagnostics.push(diagnostic);
                 }
             }
         }
-        if self.diagnostics.is_empty() {
+        if self.state.diagnostics.is_empty() {
             Ok(())
         } else {
-            Err(self.diagnostics)
+            Err(self.state.diagnostics)
         }
     }
 
     /// Hands a finished record on, or holds it back (see `Parser::held`).
     /// `untimed` says that it gave no TTL and had none to take.
     fn emit(&mut self, mut record: Record, untimed: bool) {
-        match self.soa_minimum {
-            None if untimed || !self.held.is_empty() => self.held.push((record, untimed)),
+        match self.state.soa_minimum {
+            None if untimed || !self.state.held.is_empty() => {
+                self.state.held.push((record, untimed))
+            }
             Some(minimum) if untimed => {
                 record.ttl = minimum;
                 (self.sink)(record);
@@ -242,7 +280,7 @@ impl<'s> Parser<'s> {
 
     /// Releases the held records once the SOA minimum is known.
     fn release(&mut self, minimum: u32) {
-        for (mut record, untimed) in core::mem::take(&mut self.held) {
+        for (mut record, untimed) in core::mem::take(&mut self.state.held) {
             if untimed {
                 record.ttl = minimum;
             }
@@ -253,25 +291,43 @@ impl<'s> Parser<'s> {
     /// Reads and parses one file. `from` is where an `$INCLUDE` named it, so that
     /// a file that cannot be read is reported there.
     fn include_file(&mut self, path: &Path, origin: Name, from: Option<(&FileState, Pos)>) {
+        if let Some((text, mut file)) = self.open(path, origin, from) {
+            self.parse_text(&text, &mut file);
+            self.state.includes.pop();
+        }
+    }
+
+    /// Reads one file and enters it (its canonical path pushed on `includes`),
+    /// or reports why it cannot be read.
+    fn open(
+        &mut self,
+        path: &Path,
+        origin: Name,
+        from: Option<(&FileState, Pos)>,
+    ) -> Option<(Vec<u8>, FileState)> {
         let label = path.display().to_string();
-        let fail = |parser: &mut Parser<'_>, message: String| match from {
-            Some((file, pos)) => parser.report(file, pos, message),
-            None if !parser.full() => parser
-                .diagnostics
-                .push(Diagnostic::new(&label, 0, 0, message)),
-            None => {}
+        let fail = |parser: &mut Parser<'_>, message: String| {
+            match from {
+                Some((file, pos)) => parser.report(file, pos, message),
+                None if !parser.full() => parser
+                    .state
+                    .diagnostics
+                    .push(Diagnostic::new(&label, 0, 0, message)),
+                None => {}
+            }
+            None
         };
         let canonical = match std::fs::canonicalize(path) {
             Ok(c) => c,
             Err(e) => return fail(self, format!("cannot read {label}: {e}")),
         };
-        if self.includes.contains(&canonical) {
+        if self.state.includes.contains(&canonical) {
             return fail(
                 self,
                 format!("$INCLUDE loop: {label} is already being read"),
             );
         }
-        if self.includes.len() > MAX_INCLUDE_DEPTH {
+        if self.state.includes.len() > MAX_INCLUDE_DEPTH {
             return fail(
                 self,
                 format!("$INCLUDE nested more than {MAX_INCLUDE_DEPTH} deep"),
@@ -281,27 +337,51 @@ impl<'s> Parser<'s> {
             Ok(t) => t,
             Err(e) => return fail(self, format!("cannot read {label}: {e}")),
         };
-        self.includes.push(canonical);
-        let mut file = FileState {
+        self.state.includes.push(canonical);
+        let file = FileState {
             label,
             dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
             origin,
             last_owner: None,
+            owner_from_before: false,
+            used_owner_from_before: false,
         };
-        self.parse_text(&text, &mut file);
-        self.includes.pop();
+        Some((text, file))
     }
 
     fn parse_text(&mut self, text: &[u8], file: &mut FileState) {
-        for entry in Lexer::new(text) {
-            if self.full() {
-                return;
-            }
-            match entry {
-                Err(e) => self.report(file, e.pos, e.kind.message()),
-                Ok(entry) => self.entry(&entry, file),
+        self.run(&mut Lexer::new(text), usize::MAX, file);
+    }
+
+    /// Parses entries until the end, or until one starts at or after `stop`.
+    fn run(&mut self, lexer: &mut Lexer<'_>, stop: usize, file: &mut FileState) -> Step {
+        loop {
+            match self.step(lexer, stop, file) {
+                Step::Parsed => {}
+                done => return done,
             }
         }
+    }
+
+    /// Parses the next entry unless it starts at or after `stop`.
+    fn step(&mut self, lexer: &mut Lexer<'_>, stop: usize, file: &mut FileState) -> Step {
+        if self.full() {
+            return Step::End;
+        }
+        let before = lexer.clone();
+        let Some(item) = lexer.next() else {
+            return Step::End;
+        };
+        if lexer.item_start() >= stop {
+            let exact = lexer.item_start() == stop;
+            *lexer = before;
+            return Step::Stopped { exact };
+        }
+        match item {
+            Err(e) => self.report(file, e.pos, e.kind.message()),
+            Ok(entry) => self.entry(&entry, file),
+        }
+        Step::Parsed
     }
 
     fn entry(&mut self, entry: &Entry<'_>, file: &mut FileState) {
@@ -313,6 +393,7 @@ impl<'s> Parser<'s> {
         }
         let (owner, rest) = if entry.starts_blank {
             let Some(owner) = file.last_owner.clone() else {
+                file.used_owner_from_before |= file.owner_from_before;
                 return self.report(
                     file,
                     first.pos,
@@ -325,6 +406,7 @@ impl<'s> Parser<'s> {
             match name_field(first.text, &file.origin) {
                 Ok(owner) => {
                     file.last_owner = Some(owner.clone());
+                    file.owner_from_before = false;
                     (owner, entry.tokens.get(1..).unwrap_or(&[]))
                 }
                 Err(message) => return self.report(file, first.pos, format!("owner: {message}")),
@@ -413,7 +495,10 @@ impl<'s> Parser<'s> {
             }
             i = i.saturating_add(1);
         };
-        let zone_class = *self.class.get_or_insert(class.map_or(Class::IN, |c| c.0));
+        let zone_class = *self
+            .state
+            .class
+            .get_or_insert(class.map_or(Class::IN, |c| c.0));
         if let Some((c, pos)) = class {
             if c != zone_class {
                 self.report(
@@ -458,21 +543,27 @@ impl<'s> Parser<'s> {
                 return self.report(file, pos, message);
             }
         };
-        if head.rtype == Rtype::SOA && self.soa_minimum.is_none() {
-            self.soa_minimum = soa_minimum(&rdata);
-            if let Some(minimum) = self.soa_minimum {
+        if head.rtype == Rtype::SOA && self.state.soa_minimum.is_none() {
+            self.state.soa_minimum = soa_minimum(&rdata);
+            if let Some(minimum) = self.state.soa_minimum {
                 self.release(minimum);
             }
         }
         let ttl = match head.ttl {
             Some(t) => {
-                self.last_ttl = Some(t);
+                self.state.last_ttl = Some(t);
+                self.state.inherited_ttl = false;
                 Some(t)
             }
-            None => self.default_ttl.or(self.last_ttl),
+            None => {
+                if self.state.default_ttl.is_none() && self.state.inherited_ttl {
+                    self.state.used_inherited_ttl = true;
+                }
+                self.state.default_ttl.or(self.state.last_ttl)
+            }
         };
-        if ttl.is_none() && self.untimed.is_none() {
-            self.untimed = Some(Diagnostic::new(
+        if ttl.is_none() && self.state.untimed.is_none() {
+            self.state.untimed = Some(Diagnostic::new(
                 &file.label,
                 at.line,
                 at.column,
@@ -515,7 +606,7 @@ impl<'s> Parser<'s> {
                     return;
                 };
                 match parse_ttl(arg.text) {
-                    Ok(v) => self.default_ttl = Some(v),
+                    Ok(v) => self.state.default_ttl = Some(v),
                     Err(e) => self.report(file, arg.pos, e.message(&lossy(arg.text))),
                 }
             }
@@ -620,7 +711,7 @@ impl<'s> Parser<'s> {
         let Some(rhs_pos) = rhs.first().map(|t| t.pos) else {
             return self.report(file, end, "$GENERATE needs record data after the type");
         };
-        let errors_before = self.diagnostics.len();
+        let errors_before = self.state.diagnostics.len();
         for value in range.values() {
             let owner =
                 generate::expand(lhs.text, value).and_then(|text| name_field(&text, &file.origin));
@@ -673,7 +764,7 @@ impl<'s> Parser<'s> {
                 .collect();
             let positions = vec![rhs_pos; fields.len()];
             self.add_record(file, owner, head, &fields, &positions, rhs_pos, lhs.pos);
-            if self.diagnostics.len() > errors_before {
+            if self.state.diagnostics.len() > errors_before {
                 // One bad iteration is enough to show the template is wrong.
                 return;
             }

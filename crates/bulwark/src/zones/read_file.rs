@@ -1,0 +1,38 @@
+//! Reading a zone's master file with every core: a large file is parsed in
+//! parts on scoped threads (the zone crate decides where to cut and checks
+//! that the result is what one pass would give; see
+//! `bulwark_zone::parse::split`).
+
+use std::path::Path;
+use std::thread;
+
+use bulwark_proto::Name;
+use bulwark_zone::load::{load_zone_file_in_parts, LoadError, Loaded};
+use bulwark_zone::parse::split::Fork;
+
+/// Loads the zone file at `path`, in as many parts as this machine has cores.
+pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
+    let parts = thread::available_parallelism().map_or(1, usize::from);
+    load_zone_file_in_parts(origin, path, &ScopedThreads, parts)
+}
+
+/// Runs the second closure on a scoped thread while the caller runs the
+/// first, as the signer's scoped threads do.
+struct ScopedThreads;
+
+impl Fork for ScopedThreads {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        thread::scope(|scope| {
+            let b = scope.spawn(b);
+            let a = a();
+            let b = b
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (a, b)
+        })
+    }
+}
