@@ -6,8 +6,12 @@
 )]
 //! The binary's configuration and checking commands, run as a user would.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use hickory_proto::rr::RecordType;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
 
@@ -137,4 +141,41 @@ fn version_prints_the_package_version() {
     let out = Command::new(BIN).arg("version").output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn serve_logs_the_first_load_warnings_and_counts_the_rest() {
+    // 25 MX records whose in-zone target has no address: 25 warnings.
+    let mut text = String::from(ZONE);
+    for i in 0..25 {
+        text.push_str(&format!("m{i} IN MX 10 nohost\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let zone = write(dir.path(), "warned.zone", &text);
+    let mut server = support::spawn_bulwark(&[("example.test.", &zone)], &[]);
+    server.wait_ready("example.test.", RecordType::SOA, |a| {
+        a.rcode_name() == "NOERROR"
+    });
+    let log = server.process.log();
+    let one_by_one = log
+        .lines()
+        .filter(|l| l.contains("has no A or AAAA record"))
+        .count();
+    assert_eq!(one_by_one, 20, "{log}");
+    assert!(
+        log.contains("5 more warnings not logged; `bulwark check-zone example.test."),
+        "{log}"
+    );
+    // check-zone still lists every one.
+    let out = Command::new(BIN)
+        .args(["check-zone", "example.test."])
+        .arg(&zone)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("has no A or AAAA record").count(),
+        25,
+        "{stderr}"
+    );
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::read_zone_file;
 use bulwark_proto::Record;
 use bulwark_xfr::serial::serial_gt;
-use bulwark_zone::{apply_to_zone, diff_zones, Zone};
+use bulwark_zone::{apply_to_zone, diff_zones, Problem, Zone};
 
 use super::version::{build_lenient, reload_serial, serial_of, set_serial, Cause};
 use super::{ZoneEntry, ZoneOutcome, ZoneTable, Zones};
@@ -57,9 +57,7 @@ impl Zones {
                 };
             }
         };
-        for w in loaded.warning_lines(&path.display().to_string()) {
-            tracing::warn!(zone = %origin, "{w}");
-        }
+        log_warnings(&origin, &path, &loaded.warnings);
         let file_serial = serial_of(&loaded.zone);
         let mut zone = loaded.zone;
         let cause = match old.as_ref().and_then(|o| o.unsigned.clone()) {
@@ -282,4 +280,27 @@ fn failed(
         },
         None,
     )
+}
+
+/// How many of one load's warnings the log shows one by one. A generated zone
+/// can have tens of thousands of the same kind (an MX target with no address
+/// on every eighth name); logging each cost a tenth of a 1M-record load and
+/// buried everything else, and `bulwark check-zone` lists them all.
+const LOGGED_WARNINGS: usize = 20;
+
+fn log_warnings(origin: &bulwark_proto::Name, path: &std::path::Path, warnings: &[Problem]) {
+    let file = path.display();
+    for w in warnings.iter().take(LOGGED_WARNINGS) {
+        tracing::warn!(zone = %origin, "{file}: {w}");
+    }
+    if let Some(more) = warnings
+        .len()
+        .checked_sub(LOGGED_WARNINGS)
+        .filter(|&n| n > 0)
+    {
+        tracing::warn!(
+            zone = %origin,
+            "{file}: {more} more warnings not logged; `bulwark check-zone {origin} {file}` lists every one"
+        );
+    }
 }
