@@ -9,8 +9,9 @@ use std::borrow::Cow;
 
 use bulwark_proto::{Class, Name, Record, Rtype};
 
-use crate::check::{check_zone, sort_problems, Problem};
-use crate::zone::{Node, RRset, Zone};
+use crate::check::{check_zone_with, sort_problems, Problem};
+use crate::fork::{Fork, InTurn};
+use crate::zone::{canonical_key, Node, RRset, Zone};
 
 /// RFC 2181 §8: a TTL is an unsigned value in 0..=2^31-1.
 pub const MAX_TTL: u32 = 0x7fff_ffff;
@@ -175,34 +176,45 @@ impl ZoneBuilder {
     }
 
     /// Freezes the gathered records into a zone, without the structural checks
-    /// of [`check_zone`]. Returns the record-level problems found on the way.
+    /// of [`crate::check::check_zone`]. Returns the record-level problems found on the way.
     pub fn finish(self) -> (Zone, Vec<Problem>) {
+        self.finish_with(&InTurn)
+    }
+
+    /// [`ZoneBuilder::finish`], freezing each half of the owners through `fork`.
+    pub fn finish_with(self, fork: &impl Fork) -> (Zone, Vec<Problem>) {
         let ZoneBuilder {
             apex,
             class,
             arena,
-            mut entries,
+            entries,
             mut problems,
         } = self;
-        // Stable: within one owner and type, records stay in the order given,
-        // so the first one's TTL is the one kept.
-        entries.sort_by(|a, b| {
-            a.owner(&arena)
-                .cmp(b.owner(&arena))
-                .then(a.rtype.cmp(&b.rtype))
-        });
-        let mut nodes: Vec<(&[u8], Node)> = Vec::new();
-        for at_owner in entries.chunk_by(|a, b| a.owner(&arena) == b.owner(&arena)) {
-            let Some(owner) = at_owner.first().map(|e| e.owner(&arena)) else {
-                continue;
-            };
-            // Sized exactly: the node keeps this allocation.
-            let sets = at_owner.chunk_by(|a, b| a.rtype == b.rtype);
-            let mut rrsets = Vec::with_capacity(sets.clone().count());
-            rrsets.extend(sets.filter_map(|set| freeze_set(set, &arena, &mut problems)));
-            nodes.push((owner, Node::new(rrsets)));
+        // Owners in canonical order from the start, so that the index needs
+        // no sort of its own. Stable: within one owner and type, records stay
+        // in the order given, so the first one's TTL is the one kept.
+        let mut keys = CanonicalKeys::of(&entries, &arena);
+        let ranges = core::mem::take(&mut keys.ranges);
+        let mut keyed: Vec<(KeyRange, Entry)> = ranges.into_iter().zip(entries).collect();
+        keyed.sort_by(|a, b| keys.key(a.0).cmp(keys.key(b.0)));
+        // Halves that do not split an owner.
+        let mut mid = keyed.len() / 2;
+        while let (Some(a), Some(b)) = (keyed.get(mid.wrapping_sub(1)), keyed.get(mid)) {
+            if !keys.same(a.0, b.0) {
+                break;
+            }
+            mid = mid.saturating_add(1);
         }
-        let (zone, rejected) = Zone::from_parts(apex, class.unwrap_or(Class::IN), nodes);
+        let (left, right) = keyed.split_at(mid.min(keyed.len()));
+        let ((mut nodes, left_problems), (right_nodes, right_problems)) = fork.join(
+            || freeze_nodes(left, &keys, &arena),
+            || freeze_nodes(right, &keys, &arena),
+        );
+        nodes.extend(right_nodes);
+        problems.extend(left_problems);
+        problems.extend(right_problems);
+        drop(keyed);
+        let (zone, rejected) = Zone::from_sorted_parts(apex, class.unwrap_or(Class::IN), nodes);
         for owner in rejected {
             problems.push(Problem::error(
                 &Name::from_wire(owner).unwrap_or_default(),
@@ -226,6 +238,86 @@ impl crate::parse::split::RecordSink for ZoneBuilder {
     fn append(&mut self, later: ZoneBuilder) {
         ZoneBuilder::append(self, later);
     }
+}
+
+/// Where one entry's canonical key sits in [`CanonicalKeys::octets`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KeyRange {
+    start: u32,
+    end: u32,
+}
+
+/// The canonical-order keys ([`canonical_key`]) of the entries' owners, one
+/// per run of entries with the same owner: a zone file gives an owner's
+/// records together, so most entries share the key before them.
+struct CanonicalKeys {
+    octets: Vec<u8>,
+    ranges: Vec<KeyRange>,
+}
+
+impl CanonicalKeys {
+    fn of(entries: &[Entry], arena: &[u8]) -> CanonicalKeys {
+        let mut octets = Vec::new();
+        let mut ranges = Vec::with_capacity(entries.len());
+        let mut previous: Option<(&[u8], KeyRange)> = None;
+        for e in entries {
+            let owner = e.owner(arena);
+            let range = match previous {
+                Some((p, range)) if p == owner => range,
+                _ => {
+                    let start = octets.len();
+                    canonical_key(owner, &mut octets);
+                    // Past 4 GiB of keys the ranges saturate: such owners then
+                    // sort as one, which only a zone far beyond memory reaches.
+                    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    KeyRange {
+                        start: at(start),
+                        end: at(octets.len()),
+                    }
+                }
+            };
+            previous = Some((owner, range));
+            ranges.push(range);
+        }
+        CanonicalKeys { octets, ranges }
+    }
+
+    /// Whether two entries have the same owner.
+    fn same(&self, a: KeyRange, b: KeyRange) -> bool {
+        a == b || self.key(a) == self.key(b)
+    }
+
+    fn key(&self, range: KeyRange) -> &[u8] {
+        let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        let (start, end) = (at(range.start), at(range.end));
+        self.octets.get(start..end).unwrap_or(&[])
+    }
+}
+
+/// The nodes of `keyed` (entries sorted by owner), each with its RRsets
+/// frozen, and the problems found on the way.
+fn freeze_nodes<'a>(
+    keyed: &[(KeyRange, Entry)],
+    keys: &CanonicalKeys,
+    arena: &'a [u8],
+) -> (Vec<(&'a [u8], Node)>, Vec<Problem>) {
+    let mut nodes = Vec::new();
+    let mut problems = Vec::new();
+    let mut at_owner: Vec<Entry> = Vec::new();
+    for same_owner in keyed.chunk_by(|a, b| keys.same(a.0, b.0)) {
+        let Some(owner) = same_owner.first().map(|(_, e)| e.owner(arena)) else {
+            continue;
+        };
+        at_owner.clear();
+        at_owner.extend(same_owner.iter().map(|&(_, e)| e));
+        at_owner.sort_by_key(|e| e.rtype);
+        // Sized exactly: the node keeps this allocation.
+        let sets = at_owner.chunk_by(|a, b| a.rtype == b.rtype);
+        let mut rrsets = Vec::with_capacity(sets.clone().count());
+        rrsets.extend(sets.filter_map(|set| freeze_set(set, arena, &mut problems)));
+        nodes.push((owner, Node::new(rrsets)));
+    }
+    (nodes, problems)
 }
 
 /// One RRset from the records of one owner and type (in the order given):
@@ -293,8 +385,16 @@ impl Zone {
 
     /// Finishes `builder` and runs the structural checks (see [`Zone::build`]).
     pub fn build_from(builder: ZoneBuilder) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
-        let (zone, mut problems) = builder.finish();
-        problems.extend(check_zone(&zone));
+        Zone::build_from_with(builder, &InTurn)
+    }
+
+    /// [`Zone::build_from`], with the work split in halves run through `fork`.
+    pub fn build_from_with(
+        builder: ZoneBuilder,
+        fork: &impl Fork,
+    ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        let (zone, mut problems) = builder.finish_with(fork);
+        problems.extend(check_zone_with(&zone, fork));
         sort_problems(&mut problems);
         if problems.iter().any(Problem::is_error) {
             return Err(problems);
@@ -328,6 +428,47 @@ mod tests {
         assert_eq!(
             canonical_rdata(Rtype::TXT, b"\x03ABC"),
             Cow::Borrowed(b"\x03ABC")
+        );
+    }
+
+    #[test]
+    fn a_zone_built_from_records_in_any_order_walks_in_canonical_order() {
+        let owners = [
+            "z.example.",
+            "\\000.b.example.",
+            "B.example.",
+            "example.",
+            "a.example.",
+            "b.example.",
+            "*.z.example.",
+            "y.a.example.",
+        ];
+        let records: Vec<Record> = owners
+            .iter()
+            .map(|o| {
+                let text = if *o == "example." {
+                    format!("{o} 60 IN SOA ns hm 1 2 3 4 5")
+                } else {
+                    format!("{o} 60 IN TXT x")
+                };
+                crate::parse_str(&text, &n("example."), "t")
+                    .unwrap()
+                    .remove(0)
+            })
+            .collect();
+        let mut builder = ZoneBuilder::new(&n("example."));
+        for r in records {
+            builder.add(r);
+        }
+        let (zone, _) = builder.finish();
+        let walked: Vec<Name> = zone.records().map(|r| r.owner).collect();
+        let mut sorted = walked.clone();
+        sorted.sort();
+        assert_eq!(walked, sorted);
+        assert_eq!(
+            walked.len(),
+            7,
+            "B.example. and b.example. are one owner: {walked:?}"
         );
     }
 

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Class, Name, Rtype};
 
+use crate::fork::{Fork, InTurn};
 use crate::zone::{suffixes, Node, Zone};
 
 /// How bad a [`Problem`] is.
@@ -106,9 +107,14 @@ const GLUE: [Rtype; 2] = [Rtype::A, Rtype::AAAA];
 /// Runs every structural check on `zone`. Problems come sorted by owner
 /// (canonical order), then errors before warnings.
 pub fn check_zone(zone: &Zone) -> Vec<Problem> {
+    check_zone_with(zone, &InTurn)
+}
+
+/// [`check_zone`], with the per-node checks of each half of the zone run
+/// through `fork`.
+pub fn check_zone_with(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
     let mut out = Vec::new();
     let apex = zone.apex().clone();
-    let apex_wire = apex.as_wire();
     // Only IN zones are answered (the answering engine serves IN data and the CH
     // identity names); a CH, NONE or ANY zone would otherwise be served as IN.
     if zone.class() != Class::IN {
@@ -133,7 +139,26 @@ pub fn check_zone(zone: &Zone) -> Vec<Problem> {
             "no NS records at the zone apex (RFC 1034 §4.2.1)",
         ));
     }
-    for (key, node) in zone.raw_nodes() {
+    let half = zone.node_count().div_ceil(2);
+    let (first, second) = fork.join(
+        || check_nodes(zone, zone.raw_nodes().take(half)),
+        || check_nodes(zone, zone.raw_nodes().skip(half)),
+    );
+    out.extend(first);
+    out.extend(second);
+    sort_problems(&mut out);
+    out
+}
+
+/// The checks of each node in `nodes` that look at one node (and what it
+/// names elsewhere in the zone).
+fn check_nodes<'z>(
+    zone: &'z Zone,
+    nodes: impl Iterator<Item = (&'z [u8], &'z Node)>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let apex_wire = zone.apex().as_wire();
+    for (key, node) in nodes {
         if node.is_empty_nonterminal() {
             continue;
         }
@@ -170,7 +195,6 @@ pub fn check_zone(zone: &Zone) -> Vec<Problem> {
         }
         check_targets(zone, owner, node, &mut out);
     }
-    sort_problems(&mut out);
     out
 }
 

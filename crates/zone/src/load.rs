@@ -6,7 +6,8 @@ use bulwark_proto::{Name, Record};
 
 use crate::build::ZoneBuilder;
 use crate::check::Problem;
-use crate::parse::split::{parse_file_in_parts, Fork};
+use crate::fork::{Fork, InTurn};
+use crate::parse::split::parse_file_in_parts;
 use crate::zone::Zone;
 
 /// Everything that stopped a zone from loading. `Display` lists every problem,
@@ -55,7 +56,7 @@ pub fn load_zone_file_with_warnings(origin: &Name, path: &Path) -> Result<Loaded
             problems: diagnostics.iter().map(ToString::to_string).collect(),
         },
     )?;
-    build(builder, &file)
+    build(builder, &file, &InTurn)
 }
 
 /// Like [`load_zone_file_with_warnings`], reading a large file in up to
@@ -74,7 +75,7 @@ pub fn load_zone_file_in_parts(
             problems: diagnostics.iter().map(ToString::to_string).collect(),
         }
     })?;
-    build(builder, &file)
+    build(builder, &file, fork)
 }
 
 /// Checks and builds a zone from records already parsed out of `file` (the name
@@ -84,12 +85,12 @@ pub fn load_records(origin: &Name, records: Vec<Record>, file: &str) -> Result<L
     for r in records {
         builder.add(r);
     }
-    build(builder, file)
+    build(builder, file, &InTurn)
 }
 
 /// Finishes the zone and runs the load-time checks; `file` prefixes each problem.
-fn build(builder: ZoneBuilder, file: &str) -> Result<Loaded, LoadError> {
-    match Zone::build_from(builder) {
+fn build(builder: ZoneBuilder, file: &str, fork: &impl Fork) -> Result<Loaded, LoadError> {
+    match Zone::build_from_with(builder, fork) {
         Ok((zone, warnings)) => Ok(Loaded { zone, warnings }),
         Err(problems) => Err(LoadError {
             problems: problems.iter().map(|p| format!("{file}: {p}")).collect(),

@@ -264,8 +264,8 @@ impl NodeIndex {
     /// RRsets for every empty non-terminal between the apex and an owner.
     /// Owners that do not fit the 4 GiB name buffer are returned instead of
     /// indexed.
+    /// `nodes` must be in canonical order.
     fn build(nodes: Vec<(&[u8], Node)>, apex_len: usize) -> (NodeIndex, Vec<&[u8]>) {
-        let nodes = in_canonical_order(nodes);
         // Two passes over the sorted owners, first to size the buffers exactly
         // (they live as long as the zone), then to fill them.
         let (mut count, mut total) = (0usize, 0usize);
@@ -377,7 +377,9 @@ impl NodeIndex {
 /// the stable sort finds the runs a zone file already has (names written in
 /// order, or a signer's output) in linear time.
 fn in_canonical_order(nodes: Vec<(&[u8], Node)>) -> Vec<(&[u8], Node)> {
-    let mut keys = Vec::new();
+    // A key is never longer than its wire name plus one escape per octet.
+    let wire_total = nodes.iter().map(|(o, _)| o.len()).sum::<usize>();
+    let mut keys = Vec::with_capacity(wire_total);
     let mut order: Vec<(usize, usize, usize)> = Vec::with_capacity(nodes.len());
     for (i, (owner, _)) in nodes.iter().enumerate() {
         let start = keys.len();
@@ -401,14 +403,19 @@ fn in_canonical_order(nodes: Vec<(&[u8], Node)>) -> Vec<(&[u8], Node)> {
 /// by a 0 terminator, with octets 0 and 1 inside a label written as 1 1 and
 /// 1 2 so that the terminator sorts below every label octet (a label that is a
 /// prefix of another sorts first, as does a name that is an ancestor).
-fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
     let (offs, n) = label_offsets(wire);
     for &off in offs.get(..n).unwrap_or(&[]).iter().rev() {
-        for &octet in label_at(wire, off) {
-            if octet <= 1 {
-                out.extend_from_slice(&[1, octet.saturating_add(1)]);
-            } else {
-                out.push(octet);
+        let label = label_at(wire, off);
+        if label.iter().all(|&octet| octet > 1) {
+            out.extend_from_slice(label);
+        } else {
+            for &octet in label {
+                if octet <= 1 {
+                    out.extend_from_slice(&[1, octet.saturating_add(1)]);
+                } else {
+                    out.push(octet);
+                }
             }
         }
         out.push(0);
@@ -482,6 +489,16 @@ impl Zone {
     /// Returns the owners that could not be indexed (a zone whose names pass
     /// 4 GiB in total).
     pub(crate) fn from_parts(
+        apex: Name,
+        class: Class,
+        nodes: Vec<(&[u8], Node)>,
+    ) -> (Zone, Vec<&[u8]>) {
+        Zone::from_sorted_parts(apex, class, in_canonical_order(nodes))
+    }
+
+    /// [`Zone::from_parts`] for nodes already in canonical order (RFC 4034
+    /// §6.1): the index relies on it for ordered walks and searches.
+    pub(crate) fn from_sorted_parts(
         apex: Name,
         class: Class,
         nodes: Vec<(&[u8], Node)>,

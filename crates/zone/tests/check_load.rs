@@ -101,7 +101,7 @@ fn an_unreadable_file_is_a_load_error() {
 /// Runs the second closure on a scoped thread, as the server does.
 struct Threads;
 
-impl bulwark_zone::parse::split::Fork for Threads {
+impl bulwark_zone::Fork for Threads {
     fn join<A: Send, B: Send>(
         &self,
         a: impl FnOnce() -> A + Send,

@@ -42,6 +42,7 @@ impl Zones {
             );
         }
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let started = std::time::Instant::now();
         let loaded = match read_zone_file(&origin, &path) {
             Ok(l) => l,
             Err(e) => {
@@ -57,6 +58,12 @@ impl Zones {
                 };
             }
         };
+        tracing::info!(
+            zone = %origin,
+            names = loaded.zone.node_count(),
+            ms = started.elapsed().as_millis(),
+            "zone file read"
+        );
         log_warnings(&origin, &path, &loaded.warnings);
         let file_serial = serial_of(&loaded.zone);
         let mut zone = loaded.zone;

@@ -8,7 +8,7 @@ use std::thread;
 
 use bulwark_proto::Name;
 use bulwark_zone::load::{load_zone_file_in_parts, LoadError, Loaded};
-use bulwark_zone::parse::split::Fork;
+use bulwark_zone::Fork;
 
 /// Loads the zone file at `path`, in as many parts as this machine has cores.
 pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {

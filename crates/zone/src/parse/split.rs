@@ -24,6 +24,8 @@ use std::path::Path;
 
 use bulwark_proto::{Name, Rdata, Record};
 
+pub use crate::fork::{Fork, InTurn};
+
 use super::lexer::Lexer;
 use super::{FileState, Parser, RdataParser, State, Step, MAX_DIAGNOSTICS};
 use crate::diagnostic::Diagnostic;
@@ -40,31 +42,6 @@ pub trait RecordSink: Send {
     fn fork(&self) -> Self;
     /// Appends what a later part's sink took after what this one took.
     fn append(&mut self, later: Self);
-}
-
-/// Runs two closures, possibly at the same time (a thread pool's or a scoped
-/// thread's `join`), and returns both results.
-pub trait Fork: Sync {
-    fn join<A: Send, B: Send>(
-        &self,
-        a: impl FnOnce() -> A + Send,
-        b: impl FnOnce() -> B + Send,
-    ) -> (A, B);
-}
-
-/// A [`Fork`] that runs one closure after the other.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct InTurn;
-
-impl Fork for InTurn {
-    fn join<A: Send, B: Send>(
-        &self,
-        a: impl FnOnce() -> A + Send,
-        b: impl FnOnce() -> B + Send,
-    ) -> (A, B) {
-        let a = a();
-        (a, b())
-    }
 }
 
 /// Parses the master file at `path` for the zone `origin` into `sink`, in up

@@ -1,0 +1,28 @@
+//! How the crate's parallel work runs. The zone crate spawns no threads: a
+//! caller that has threads (the server) passes a [`Fork`] that uses them, and
+//! everything else runs the same work in turn with [`InTurn`].
+
+/// Runs two closures, possibly at the same time (a thread pool's or a scoped
+/// thread's `join`), and returns both results.
+pub trait Fork: Sync {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B);
+}
+
+/// A [`Fork`] that runs one closure after the other.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InTurn;
+
+impl Fork for InTurn {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        let a = a();
+        (a, b())
+    }
+}
