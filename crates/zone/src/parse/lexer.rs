@@ -67,6 +67,18 @@ pub struct Lexer<'a> {
     column: u32,
     /// Where the line that began the last entry or error starts.
     item_start: usize,
+    /// A token buffer handed back by [`Lexer::recycle`], so that entries do
+    /// not each allocate one.
+    spare: Vec<Token<'a>>,
+}
+
+/// A lexer's place in its text, to go back to (see [`Lexer::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    at: usize,
+    line: u32,
+    column: u32,
+    item_start: usize,
 }
 
 impl<'a> Lexer<'a> {
@@ -83,7 +95,32 @@ impl<'a> Lexer<'a> {
             line,
             column: 1,
             item_start: at,
+            spare: Vec::new(),
         }
+    }
+
+    /// Where the lexer is now.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            at: self.at,
+            line: self.line,
+            column: self.column,
+            item_start: self.item_start,
+        }
+    }
+
+    /// Goes back to `mark`, taken from this lexer.
+    pub fn reset(&mut self, mark: Mark) {
+        self.at = mark.at;
+        self.line = mark.line;
+        self.column = mark.column;
+        self.item_start = mark.item_start;
+    }
+
+    /// Takes back an entry's token buffer for the next entry to fill.
+    pub fn recycle(&mut self, mut tokens: Vec<Token<'a>>) {
+        tokens.clear();
+        self.spare = tokens;
     }
 
     /// The offset of the line on which the entry (or error) last returned began.
@@ -198,7 +235,8 @@ impl<'a> Lexer<'a> {
             self.peek()?;
             self.item_start = self.at;
             let starts_blank = self.column == 1 && matches!(self.peek(), Some(b' ' | b'\t'));
-            let mut tokens = Vec::new();
+            let mut tokens = core::mem::take(&mut self.spare);
+            tokens.clear();
             let mut depth = 0u32;
             let mut open_at = self.pos();
             let mut end = self.pos();
@@ -263,6 +301,7 @@ impl<'a> Lexer<'a> {
                     end,
                 }));
             }
+            self.spare = tokens;
         }
     }
 }

@@ -22,6 +22,9 @@ use ttl::{looks_like_ttl, parse_ttl};
 /// How many problems one parse reports before it stops.
 pub const MAX_DIAGNOSTICS: usize = 50;
 
+/// Data fields a record may have before they no longer fit on the stack.
+const INLINE_FIELDS: usize = 16;
+
 /// How deep `$INCLUDE`s may nest (a file including itself is caught sooner).
 pub const MAX_INCLUDE_DEPTH: usize = 16;
 
@@ -189,6 +192,14 @@ enum Step {
         exact: bool,
     },
     End,
+}
+
+/// A token as a record data field.
+fn field_of<'a>(t: &Token<'a>) -> Field<'a> {
+    Field {
+        raw: t.text,
+        quoted: t.quoted,
+    }
 }
 
 fn lossy(text: &[u8]) -> String {
@@ -368,18 +379,21 @@ impl<'s> Parser<'s> {
         if self.full() {
             return Step::End;
         }
-        let before = lexer.clone();
+        let before = lexer.mark();
         let Some(item) = lexer.next() else {
             return Step::End;
         };
         if lexer.item_start() >= stop {
             let exact = lexer.item_start() == stop;
-            *lexer = before;
+            lexer.reset(before);
             return Step::Stopped { exact };
         }
         match item {
             Err(e) => self.report(file, e.pos, e.kind.message()),
-            Ok(entry) => self.entry(&entry, file),
+            Ok(entry) => {
+                self.entry(&entry, file);
+                lexer.recycle(entry.tokens);
+            }
         }
         Step::Parsed
     }
@@ -416,15 +430,23 @@ impl<'s> Parser<'s> {
             return;
         };
         let data = rest.get(head.data..).unwrap_or(&[]);
-        let fields: Vec<Field<'_>> = data
-            .iter()
-            .map(|t| Field {
-                raw: t.text,
-                quoted: t.quoted,
-            })
-            .collect();
-        let positions: Vec<Pos> = data.iter().map(|t| t.pos).collect();
-        self.add_record(file, owner, head, &fields, &positions, entry.end, first.pos);
+        // Most records have a few fields: those stay on the stack.
+        let mut inline = [Field {
+            raw: &[],
+            quoted: false,
+        }; INLINE_FIELDS];
+        let spilled: Vec<Field<'_>>;
+        let fields = if data.len() <= INLINE_FIELDS {
+            for (slot, t) in inline.iter_mut().zip(data) {
+                *slot = field_of(t);
+            }
+            inline.get(..data.len()).unwrap_or(&[])
+        } else {
+            spilled = data.iter().map(field_of).collect();
+            &spilled
+        };
+        let position = |i: usize| data.get(i).map(|t| t.pos);
+        self.add_record(file, owner, head, fields, &position, entry.end, first.pos);
     }
 
     /// Reads `[TTL] [class] type` (TTL and class in either order, RFC 1035 §5.1).
@@ -517,7 +539,7 @@ impl<'s> Parser<'s> {
         })
     }
 
-    /// Parses the data fields and stores the record. `positions` holds each
+    /// Parses the data fields and stores the record. `position` gives a
     /// field's position for diagnostics; `end` is where a missing field would go.
     #[allow(clippy::too_many_arguments)]
     fn add_record(
@@ -526,14 +548,14 @@ impl<'s> Parser<'s> {
         owner: Name,
         head: Head,
         fields: &[Field<'_>],
-        positions: &[Pos],
+        position: &dyn Fn(usize) -> Option<Pos>,
         end: Pos,
         at: Pos,
     ) {
         let rdata = match (self.rdata_parser)(head.rtype, fields, &file.origin) {
             Ok(r) => r,
             Err(e) => {
-                let pos = positions.get(e.field).copied().unwrap_or(end);
+                let pos = position(e.field).unwrap_or(end);
                 let message = format!(
                     "bad {} data, field {}: expected {}",
                     head.rtype,
@@ -755,15 +777,16 @@ impl<'s> Parser<'s> {
                     )
                 }
             };
-            let fields: Vec<Field<'_>> = tokens
-                .iter()
-                .map(|t| Field {
-                    raw: t.text,
-                    quoted: t.quoted,
-                })
-                .collect();
-            let positions = vec![rhs_pos; fields.len()];
-            self.add_record(file, owner, head, &fields, &positions, rhs_pos, lhs.pos);
+            let fields: Vec<Field<'_>> = tokens.iter().map(field_of).collect();
+            self.add_record(
+                file,
+                owner,
+                head,
+                &fields,
+                &|_| Some(rhs_pos),
+                rhs_pos,
+                lhs.pos,
+            );
             if self.state.diagnostics.len() > errors_before {
                 // One bad iteration is enough to show the template is wrong.
                 return;
