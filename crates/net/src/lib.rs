@@ -17,6 +17,7 @@
 mod deferred;
 mod error;
 pub mod frame;
+mod heap;
 mod shutdown;
 mod sys;
 pub mod tcp;
@@ -27,6 +28,7 @@ use std::net::SocketAddr;
 pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};
+pub use heap::release_free_memory;
 pub use shutdown::Shutdown;
 pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};

@@ -13,7 +13,10 @@ use bulwark_zone::Fork;
 /// Loads the zone file at `path`, in as many parts as this machine has cores.
 pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
     let parts = thread::available_parallelism().map_or(1, usize::from);
-    load_zone_file_in_parts(origin, path, &ScopedThreads, parts)
+    let loaded = load_zone_file_in_parts(origin, path, &ScopedThreads, parts);
+    // The parse buffers are freed by now; see `release_free_memory`.
+    bulwark_net::release_free_memory();
+    loaded
 }
 
 /// Runs the second closure on a scoped thread while the caller runs the
