@@ -28,6 +28,8 @@ struct Entry {
     rdata_len: u16,
     rtype: Rtype,
     ttl: u32,
+    /// The owner's canonical-order key in [`ZoneBuilder::keys`].
+    key: KeyRange,
 }
 
 impl Entry {
@@ -55,6 +57,10 @@ pub struct ZoneBuilder {
     class: Option<Class>,
     arena: Vec<u8>,
     entries: Vec<Entry>,
+    /// The owners' [`canonical_key`]s, one per run of entries with the same
+    /// owner: computed as records arrive (in the parse threads when a file is
+    /// read in parts), so that finishing only sorts.
+    keys: Vec<u8>,
     problems: Vec<Problem>,
 }
 
@@ -65,6 +71,7 @@ impl ZoneBuilder {
             class: None,
             arena: Vec::new(),
             entries: Vec::new(),
+            keys: Vec::new(),
             problems: Vec::new(),
         }
     }
@@ -134,12 +141,23 @@ impl ZoneBuilder {
             ));
             return;
         };
+        let owner = self.arena.get(off..rdata_start).unwrap_or(&[]);
+        let key = match self.entries.last() {
+            // A zone file gives an owner's records together.
+            Some(previous) if previous.owner(&self.arena) == owner => previous.key,
+            _ => {
+                let start = self.keys.len();
+                canonical_key(owner, &mut self.keys);
+                KeyRange::new(start, self.keys.len())
+            }
+        };
         self.entries.push(Entry {
             off,
             owner_len,
             rdata_len,
             rtype,
             ttl,
+            key,
         });
     }
 
@@ -151,6 +169,7 @@ impl ZoneBuilder {
             class: self.class,
             arena: Vec::new(),
             entries: Vec::new(),
+            keys: Vec::new(),
             problems: Vec::new(),
         }
     }
@@ -159,14 +178,18 @@ impl ZoneBuilder {
     /// after this builder's own.
     pub fn append(&mut self, later: ZoneBuilder) {
         let shift = self.arena.len();
+        let key_shift = self.keys.len();
         if self.arena.is_empty() {
             self.arena = later.arena;
+            self.keys = later.keys;
         } else {
             self.arena.extend_from_slice(&later.arena);
+            self.keys.extend_from_slice(&later.keys);
         }
         self.entries
             .extend(later.entries.into_iter().map(|e| Entry {
                 off: e.off.saturating_add(shift),
+                key: e.key.shifted(key_shift),
                 ..e
             }));
         self.problems.extend(later.problems);
@@ -187,25 +210,23 @@ impl ZoneBuilder {
             apex,
             class,
             arena,
-            entries,
+            mut entries,
+            keys,
             mut problems,
         } = self;
         // Owners in canonical order from the start, so that the index needs
         // no sort of its own. Stable: within one owner and type, records stay
         // in the order given, so the first one's TTL is the one kept.
-        let mut keys = CanonicalKeys::of(&entries, &arena);
-        let ranges = core::mem::take(&mut keys.ranges);
-        let mut keyed: Vec<(KeyRange, Entry)> = ranges.into_iter().zip(entries).collect();
-        keyed.sort_by(|a, b| keys.key(a.0).cmp(keys.key(b.0)));
+        entries.sort_by(|a, b| a.key.of(&keys).cmp(b.key.of(&keys)));
         // Halves that do not split an owner.
-        let mut mid = keyed.len() / 2;
-        while let (Some(a), Some(b)) = (keyed.get(mid.wrapping_sub(1)), keyed.get(mid)) {
-            if !keys.same(a.0, b.0) {
+        let mut mid = entries.len() / 2;
+        while let (Some(a), Some(b)) = (entries.get(mid.wrapping_sub(1)), entries.get(mid)) {
+            if !a.key.same(b.key, &keys) {
                 break;
             }
             mid = mid.saturating_add(1);
         }
-        let (left, right) = keyed.split_at(mid.min(keyed.len()));
+        let (left, right) = entries.split_at(mid.min(entries.len()));
         let ((mut nodes, left_problems), (right_nodes, right_problems)) = fork.join(
             || freeze_nodes(left, &keys, &arena),
             || freeze_nodes(right, &keys, &arena),
@@ -213,7 +234,8 @@ impl ZoneBuilder {
         nodes.extend(right_nodes);
         problems.extend(left_problems);
         problems.extend(right_problems);
-        drop(keyed);
+        drop(entries);
+        drop(keys);
         let (zone, rejected) = Zone::from_sorted_parts(apex, class.unwrap_or(Class::IN), nodes);
         for owner in rejected {
             problems.push(Problem::error(
@@ -240,76 +262,56 @@ impl crate::parse::split::RecordSink for ZoneBuilder {
     }
 }
 
-/// Where one entry's canonical key sits in [`CanonicalKeys::octets`].
+/// Where one owner's canonical key sits in [`ZoneBuilder::keys`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct KeyRange {
     start: u32,
     end: u32,
 }
 
-/// The canonical-order keys ([`canonical_key`]) of the entries' owners, one
-/// per run of entries with the same owner: a zone file gives an owner's
-/// records together, so most entries share the key before them.
-struct CanonicalKeys {
-    octets: Vec<u8>,
-    ranges: Vec<KeyRange>,
-}
-
-impl CanonicalKeys {
-    fn of(entries: &[Entry], arena: &[u8]) -> CanonicalKeys {
-        let mut octets = Vec::new();
-        let mut ranges = Vec::with_capacity(entries.len());
-        let mut previous: Option<(&[u8], KeyRange)> = None;
-        for e in entries {
-            let owner = e.owner(arena);
-            let range = match previous {
-                Some((p, range)) if p == owner => range,
-                _ => {
-                    let start = octets.len();
-                    canonical_key(owner, &mut octets);
-                    // Past 4 GiB of keys the ranges saturate: such owners then
-                    // sort as one, which only a zone far beyond memory reaches.
-                    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                    KeyRange {
-                        start: at(start),
-                        end: at(octets.len()),
-                    }
-                }
-            };
-            previous = Some((owner, range));
-            ranges.push(range);
+impl KeyRange {
+    /// Past 4 GiB of keys the offsets saturate: such owners then sort as
+    /// one, which only a zone far beyond memory reaches.
+    fn new(start: usize, end: usize) -> KeyRange {
+        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        KeyRange {
+            start: at(start),
+            end: at(end),
         }
-        CanonicalKeys { octets, ranges }
+    }
+
+    fn shifted(self, by: usize) -> KeyRange {
+        let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX).saturating_add(by);
+        KeyRange::new(at(self.start), at(self.end))
+    }
+
+    fn of(self, keys: &[u8]) -> &[u8] {
+        let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        keys.get(at(self.start)..at(self.end)).unwrap_or(&[])
     }
 
     /// Whether two entries have the same owner.
-    fn same(&self, a: KeyRange, b: KeyRange) -> bool {
-        a == b || self.key(a) == self.key(b)
-    }
-
-    fn key(&self, range: KeyRange) -> &[u8] {
-        let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
-        let (start, end) = (at(range.start), at(range.end));
-        self.octets.get(start..end).unwrap_or(&[])
+    fn same(self, other: KeyRange, keys: &[u8]) -> bool {
+        self == other || self.of(keys) == other.of(keys)
     }
 }
 
-/// The nodes of `keyed` (entries sorted by owner), each with its RRsets
-/// frozen, and the problems found on the way.
+/// The nodes of `entries` (sorted by owner), each with its RRsets frozen,
+/// and the problems found on the way.
 fn freeze_nodes<'a>(
-    keyed: &[(KeyRange, Entry)],
-    keys: &CanonicalKeys,
+    entries: &[Entry],
+    keys: &[u8],
     arena: &'a [u8],
 ) -> (Vec<(&'a [u8], Node)>, Vec<Problem>) {
     let mut nodes = Vec::new();
     let mut problems = Vec::new();
     let mut at_owner: Vec<Entry> = Vec::new();
-    for same_owner in keyed.chunk_by(|a, b| keys.same(a.0, b.0)) {
-        let Some(owner) = same_owner.first().map(|(_, e)| e.owner(arena)) else {
+    for same_owner in entries.chunk_by(|a, b| a.key.same(b.key, keys)) {
+        let Some(owner) = same_owner.first().map(|e| e.owner(arena)) else {
             continue;
         };
         at_owner.clear();
-        at_owner.extend(same_owner.iter().map(|&(_, e)| e));
+        at_owner.extend_from_slice(same_owner);
         at_owner.sort_by_key(|e| e.rtype);
         // Sized exactly: the node keeps this allocation.
         let sets = at_owner.chunk_by(|a, b| a.rtype == b.rtype);
