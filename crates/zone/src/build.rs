@@ -161,6 +161,17 @@ impl ZoneBuilder {
         });
     }
 
+    /// Sizes the buffers for about `text_octets` of master-file text. Wire
+    /// forms run a little longer than the text (relative owners gain the
+    /// origin); a short guess costs one more growth, a long one only address
+    /// space until the zone is built.
+    pub fn expect(&mut self, text_octets: usize) {
+        self.arena
+            .reserve(text_octets.saturating_add(text_octets / 2));
+        self.entries.reserve(text_octets / 24);
+        self.keys.reserve(text_octets / 2);
+    }
+
     /// An empty builder for records that come later in the same zone: same
     /// apex, and the class of the records added so far.
     pub fn fork(&self) -> ZoneBuilder {
@@ -259,6 +270,10 @@ impl crate::parse::split::RecordSink for ZoneBuilder {
 
     fn append(&mut self, later: ZoneBuilder) {
         ZoneBuilder::append(self, later);
+    }
+
+    fn expect(&mut self, text_octets: usize) {
+        self.expect(text_octets);
     }
 }
 

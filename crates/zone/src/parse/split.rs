@@ -42,6 +42,10 @@ pub trait RecordSink: Send {
     fn fork(&self) -> Self;
     /// Appends what a later part's sink took after what this one took.
     fn append(&mut self, later: Self);
+    /// Told before a part starts how many octets of text it covers, so that
+    /// its buffers can be sized once instead of growing (and remapping) while
+    /// other parts fault in their pages.
+    fn expect(&mut self, _text_octets: usize) {}
 }
 
 /// Parses the master file at `path` for the zone `origin` into `sink`, in up
@@ -135,6 +139,8 @@ fn parse_in_parts<S: RecordSink>(
     let text = text.as_slice();
     let (first, rest) = fork.join(
         || {
+            // The kept parts are appended to this sink: room for all of them.
+            sink.expect(text.len());
             let mut add = |r| sink.add(r);
             let mut parser = Parser::resume(rdata_parser, start, &mut add);
             let exact = matches!(
@@ -148,6 +154,7 @@ fn parse_in_parts<S: RecordSink>(
                 let line = line_at(text, from);
                 let mut lexer = Lexer::starting_at(text, from, line);
                 let mut file = later_file.clone();
+                part_sink.expect(to.min(text.len()).saturating_sub(from));
                 let mut add = |r| part_sink.add(r);
                 let mut parser = Parser::resume(rdata_parser, later_start.clone(), &mut add);
                 let exact = matches!(
@@ -301,12 +308,19 @@ fn owner_line_after(text: &[u8], at: usize) -> Option<usize> {
 
 /// The 1-based line number at offset `at` of `text`.
 fn line_at(text: &[u8], at: usize) -> u32 {
-    let newlines = text
+    // Counted in blocks of 255 into a byte, which the compiler vectorizes:
+    // a byte-at-a-time count took 15 ms for half of a 34 MB file.
+    let newlines: usize = text
         .get(..at)
         .unwrap_or(text)
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count();
+        .chunks(255)
+        .map(|block| {
+            let in_block = block
+                .iter()
+                .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n')));
+            usize::from(in_block)
+        })
+        .sum();
     u32::try_from(newlines)
         .unwrap_or(u32::MAX)
         .saturating_add(1)
