@@ -77,7 +77,7 @@ impl ZoneBuilder {
     }
 
     /// Adds one record.
-    pub fn add(&mut self, record: Record) {
+    pub fn add(&mut self, record: &Record) {
         let rtype = record.rtype();
         if !record.owner.ends_with(&self.apex) {
             self.problems.push(Problem::error(
@@ -260,7 +260,7 @@ impl ZoneBuilder {
 }
 
 impl crate::parse::split::RecordSink for ZoneBuilder {
-    fn add(&mut self, record: Record) {
+    fn add(&mut self, record: &Record) {
         ZoneBuilder::add(self, record);
     }
 
@@ -394,7 +394,7 @@ impl Zone {
     /// by owner (canonical order), errors first at each owner.
     pub fn build(apex: Name, records: Vec<Record>) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
         let mut builder = ZoneBuilder::new(&apex);
-        for r in records {
+        for r in &records {
             builder.add(r);
         }
         Zone::build_from(builder)
@@ -474,7 +474,7 @@ mod tests {
             })
             .collect();
         let mut builder = ZoneBuilder::new(&n("example."));
-        for r in records {
+        for r in &records {
             builder.add(r);
         }
         let (zone, _) = builder.finish();

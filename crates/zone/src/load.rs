@@ -82,7 +82,7 @@ pub fn load_zone_file_in_parts(
 /// is only used in messages).
 pub fn load_records(origin: &Name, records: Vec<Record>, file: &str) -> Result<Loaded, LoadError> {
     let mut builder = ZoneBuilder::new(origin);
-    for r in records {
+    for r in &records {
         builder.add(r);
     }
     build(builder, file, &InTurn)

@@ -793,7 +793,7 @@ mod tests {
         let origin = n("example.");
         let records = crate::parse_str(text, &origin, "test").unwrap();
         let mut builder = crate::ZoneBuilder::new(&origin);
-        for r in records {
+        for r in &records {
             builder.add(r);
         }
         let (zone, _) = builder.finish();

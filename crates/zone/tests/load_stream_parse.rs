@@ -25,13 +25,13 @@ fn origin_of(path: &Path) -> Name {
 
 fn streamed_file(path: &Path, origin: &Name) -> (Vec<Record>, Result<(), Vec<Diagnostic>>) {
     let mut records = Vec::new();
-    let result = parse_file_with(path, origin, &mut |r| records.push(r));
+    let result = parse_file_with(path, origin, &mut |r| records.push(r.clone()));
     (records, result)
 }
 
 fn streamed_str(text: &str, origin: &Name) -> (Vec<Record>, Result<(), Vec<Diagnostic>>) {
     let mut records = Vec::new();
-    let result = parse_str_with(text, origin, "t.zone", &mut |r| records.push(r));
+    let result = parse_str_with(text, origin, "t.zone", &mut |r| records.push(r.clone()));
     (records, result)
 }
 

@@ -290,7 +290,7 @@ fn records_come_back_in_canonical_owner_order() {
 fn builder_takes_records_one_at_a_time() {
     let mut b = ZoneBuilder::new(&n("example."));
     for r in base() {
-        b.add(r);
+        b.add(&r);
     }
     let (zone, warnings) = Zone::build_from(b).unwrap();
     assert!(warnings.is_empty());

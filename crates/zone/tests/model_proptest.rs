@@ -99,7 +99,7 @@ proptest! {
         let apex: Name = "example.".parse().unwrap();
         let mut builder = ZoneBuilder::new(&apex);
         for r in valid_base().into_iter().chain(records) {
-            builder.add(r);
+            builder.add(&r);
         }
         let (zone, _) = builder.finish();
         {

@@ -75,7 +75,7 @@ pub(crate) fn set_serial(records: &mut [Record], serial: u32) {
 /// its primary serves.
 pub(crate) fn build_lenient(origin: &Name, records: Vec<Record>) -> Result<Zone, Vec<String>> {
     let mut builder = ZoneBuilder::new(origin);
-    for r in records {
+    for r in &records {
         builder.add(r);
     }
     let (zone, problems) = builder.finish();

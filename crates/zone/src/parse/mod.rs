@@ -38,8 +38,9 @@ pub fn parse_file(path: &Path, origin: &Name) -> Result<Vec<Record>, Vec<Diagnos
     collect(|sink| file_with(Rdata::parse_presentation, path, origin, sink))
 }
 
-/// Like [`parse_file`], handing each record to `sink` as soon as it is complete
-/// instead of gathering them all, so that a large zone is never held as typed
+/// Like [`parse_file`], showing each record to `sink` as soon as it is complete
+/// instead of gathering them all (a reference, so that a sink that keeps only
+/// a compact form never copies the large typed record), so that a large zone is never held as typed
 /// records at once. Records come in file order, as [`parse_file`] returns them.
 ///
 /// The one exception to "as soon as complete": a record with no TTL before any
@@ -50,7 +51,7 @@ pub fn parse_file(path: &Path, origin: &Name) -> Result<Vec<Record>, Vec<Diagnos
 pub fn parse_file_with(
     path: &Path,
     origin: &Name,
-    sink: &mut impl FnMut(Record),
+    sink: &mut impl FnMut(&Record),
 ) -> Result<(), Vec<Diagnostic>> {
     file_with(Rdata::parse_presentation, path, origin, sink)
 }
@@ -70,17 +71,17 @@ pub fn parse_str_with(
     text: &str,
     origin: &Name,
     file_label: &str,
-    sink: &mut impl FnMut(Record),
+    sink: &mut impl FnMut(&Record),
 ) -> Result<(), Vec<Diagnostic>> {
     text_with(Rdata::parse_presentation, text, origin, file_label, sink)
 }
 
 /// Gathers what a streaming parse hands out.
 fn collect(
-    parse: impl FnOnce(&mut dyn FnMut(Record)) -> Result<(), Vec<Diagnostic>>,
+    parse: impl FnOnce(&mut dyn FnMut(&Record)) -> Result<(), Vec<Diagnostic>>,
 ) -> Result<Vec<Record>, Vec<Diagnostic>> {
     let mut records = Vec::new();
-    parse(&mut |r| records.push(r))?;
+    parse(&mut |r| records.push(r.clone()))?;
     Ok(records)
 }
 
@@ -97,7 +98,7 @@ fn file_with(
     rdata_parser: RdataParser,
     path: &Path,
     origin: &Name,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
 ) -> Result<(), Vec<Diagnostic>> {
     let mut parser = Parser::new(rdata_parser, sink);
     parser.include_file(path, origin.clone(), None);
@@ -109,7 +110,7 @@ fn text_with(
     text: &str,
     origin: &Name,
     file_label: &str,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
 ) -> Result<(), Vec<Diagnostic>> {
     let mut parser = Parser::new(rdata_parser, sink);
     let mut file = FileState {
@@ -152,7 +153,7 @@ struct Head {
 struct Parser<'s> {
     rdata_parser: RdataParser,
     /// Where finished records go.
-    sink: &'s mut dyn FnMut(Record),
+    sink: &'s mut dyn FnMut(&Record),
     state: State,
 }
 
@@ -226,7 +227,7 @@ fn soa_minimum(rdata: &Rdata) -> Option<u32> {
 }
 
 impl<'s> Parser<'s> {
-    fn new(rdata_parser: RdataParser, sink: &'s mut dyn FnMut(Record)) -> Parser<'s> {
+    fn new(rdata_parser: RdataParser, sink: &'s mut dyn FnMut(&Record)) -> Parser<'s> {
         Parser::resume(rdata_parser, State::default(), sink)
     }
 
@@ -234,7 +235,7 @@ impl<'s> Parser<'s> {
     fn resume(
         rdata_parser: RdataParser,
         state: State,
-        sink: &'s mut dyn FnMut(Record),
+        sink: &'s mut dyn FnMut(&Record),
     ) -> Parser<'s> {
         Parser {
             rdata_parser,
@@ -283,9 +284,9 @@ impl<'s> Parser<'s> {
             }
             Some(minimum) if untimed => {
                 record.ttl = minimum;
-                (self.sink)(record);
+                (self.sink)(&record);
             }
-            _ => (self.sink)(record),
+            _ => (self.sink)(&record),
         }
     }
 
@@ -295,7 +296,7 @@ impl<'s> Parser<'s> {
             if untimed {
                 record.ttl = minimum;
             }
-            (self.sink)(record);
+            (self.sink)(&record);
         }
     }
 

@@ -37,7 +37,7 @@ pub const MIN_PART_OCTETS: usize = 1 << 20;
 /// sink from [`RecordSink::fork`]; kept parts are appended in file order.
 pub trait RecordSink: Send {
     /// Takes one record, in file order within a part.
-    fn add(&mut self, record: Record);
+    fn add(&mut self, record: &Record);
     /// An empty sink for a later part, set up as this one is now.
     fn fork(&self) -> Self;
     /// Appends what a later part's sink took after what this one took.
@@ -93,7 +93,7 @@ fn parse_in_parts<S: RecordSink>(
     fork: &impl Fork,
     cut: Cutting,
 ) -> (Result<(), Vec<Diagnostic>>, usize) {
-    let mut add = |r| sink.add(r);
+    let mut add = |r: &Record| sink.add(r);
     let mut head = Parser::new(rdata_parser, &mut add);
     let Some((text, mut file)) = head.open(path, origin.clone(), None) else {
         return (head.finish(), 1);
@@ -141,7 +141,7 @@ fn parse_in_parts<S: RecordSink>(
         || {
             // The kept parts are appended to this sink: room for all of them.
             sink.expect(text.len());
-            let mut add = |r| sink.add(r);
+            let mut add = |r: &Record| sink.add(r);
             let mut parser = Parser::resume(rdata_parser, start, &mut add);
             let exact = matches!(
                 parser.run(&mut lexer, first_stop, &mut file),
@@ -155,7 +155,7 @@ fn parse_in_parts<S: RecordSink>(
                 let mut lexer = Lexer::starting_at(text, from, line);
                 let mut file = later_file.clone();
                 part_sink.expect(to.min(text.len()).saturating_sub(from));
-                let mut add = |r| part_sink.add(r);
+                let mut add = |r: &Record| part_sink.add(r);
                 let mut parser = Parser::resume(rdata_parser, later_start.clone(), &mut add);
                 let exact = matches!(
                     parser.run(&mut lexer, to, &mut file),
@@ -179,7 +179,7 @@ fn parse_in_parts<S: RecordSink>(
             break;
         }
         if !(exact && continues(&state, &file, &later_start, &later_file, &part)) {
-            let mut add = |r| sink.add(r);
+            let mut add = |r: &Record| sink.add(r);
             let mut parser = Parser::resume(rdata_parser, state, &mut add);
             parser.run(&mut lexer, usize::MAX, &mut file);
             state = parser.state;
@@ -217,7 +217,7 @@ fn parse_in_parts<S: RecordSink>(
         exact = part.exact;
         kept = kept.saturating_add(1);
     }
-    let mut add = |r| sink.add(r);
+    let mut add = |r: &Record| sink.add(r);
     (Parser::resume(rdata_parser, state, &mut add).finish(), kept)
 }
 
@@ -337,8 +337,8 @@ mod tests {
     use super::*;
 
     impl RecordSink for Vec<Record> {
-        fn add(&mut self, record: Record) {
-            self.push(record);
+        fn add(&mut self, record: &Record) {
+            self.push(record.clone());
         }
 
         fn fork(&self) -> Self {
@@ -385,7 +385,7 @@ mod tests {
             Rdata::parse_presentation,
             path,
             &"example.".parse().unwrap(),
-            &mut |r| records.push(r),
+            &mut |r| records.push(r.clone()),
         )
         .map(|()| records)
     }
