@@ -238,6 +238,30 @@ fn data_below_a_dname_is_occluded_and_warned() {
 }
 
 #[test]
+fn a_dname_at_the_apex_occludes_every_name_below_and_outranks_a_cut() {
+    let all = problems(vec![
+        rec("example.", Rtype::DNAME, name("example.net.")),
+        rec("x.example.", Rtype::TXT, b"\x01x".to_vec()),
+        rec("cut.example.", Rtype::NS, name("ns.elsewhere.")),
+        rec("a.cut.example.", Rtype::TXT, b"\x01x".to_vec()),
+    ]);
+    // The highest occluding ancestor decides: the apex DNAME, not the cut.
+    for owner in [
+        "x.example.",
+        "cut.example.",
+        "a.cut.example.",
+        "ns1.example.",
+    ] {
+        let found = all.iter().find(|p| p.owner == n(owner));
+        assert!(
+            found.is_some_and(|p| p.severity == Severity::Warning
+                && p.message.contains("occluded by the DNAME at example.")),
+            "{owner}: {all:#?}"
+        );
+    }
+}
+
+#[test]
 fn data_beside_a_dname_is_not_occluded() {
     assert_eq!(
         problems(vec![
