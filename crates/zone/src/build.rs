@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use bulwark_proto::{Class, Name, Record, Rtype};
 
 use crate::check::{check_zone_with, sort_problems, Problem};
-use crate::fork::{Fork, InTurn};
+use crate::fork::{join_if_large, Fork, InTurn};
 use crate::zone::{canonical_key, Node, RRset, Zone};
 
 /// RFC 2181 §8: a TTL is an unsigned value in 0..=2^31-1.
@@ -238,7 +238,9 @@ impl ZoneBuilder {
             mid = mid.saturating_add(1);
         }
         let (left, right) = entries.split_at(mid.min(entries.len()));
-        let ((mut nodes, left_problems), (right_nodes, right_problems)) = fork.join(
+        let ((mut nodes, left_problems), (right_nodes, right_problems)) = join_if_large(
+            fork,
+            entries.len(),
             || freeze_nodes(left, &keys, &arena),
             || freeze_nodes(right, &keys, &arena),
         );

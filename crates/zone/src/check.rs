@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Class, Name, Rtype};
 
-use crate::fork::{Fork, InTurn};
+use crate::fork::{join_if_large, Fork, InTurn};
 use crate::zone::{suffixes, Node, Zone};
 
 /// How bad a [`Problem`] is.
@@ -140,7 +140,9 @@ pub fn check_zone_with(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
         ));
     }
     let half = zone.node_count().div_ceil(2);
-    let (first, second) = fork.join(
+    let (first, second) = join_if_large(
+        fork,
+        zone.node_count(),
         || check_nodes(zone, zone.raw_nodes().take(half)),
         || check_nodes(zone, zone.raw_nodes().skip(half)),
     );

@@ -26,3 +26,22 @@ impl Fork for InTurn {
         (a, b())
     }
 }
+
+/// Below this many records or names, halves of the build run in turn: a
+/// thread costs tens of microseconds to start, and a server with thousands of
+/// small zones would pay that for each.
+pub(crate) const MIN_FORKED_ITEMS: usize = 1 << 16;
+
+/// `fork.join(a, b)` for work on `items` items, in turn when they are few.
+pub(crate) fn join_if_large<A: Send, B: Send>(
+    fork: &impl Fork,
+    items: usize,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if items < MIN_FORKED_ITEMS {
+        InTurn.join(a, b)
+    } else {
+        fork.join(a, b)
+    }
+}

@@ -8,12 +8,17 @@ use std::thread;
 
 use bulwark_proto::Name;
 use bulwark_zone::load::{load_zone_file_in_parts, LoadError, Loaded};
-use bulwark_zone::Fork;
+use bulwark_zone::{Fork, InTurn};
 
-/// Loads the zone file at `path`, in as many parts as this machine has cores.
+/// Loads the zone file at `path`, in as many parts as this process may use
+/// cores (all in turn on this thread when that is one).
 pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
     let parts = thread::available_parallelism().map_or(1, usize::from);
-    let loaded = load_zone_file_in_parts(origin, path, &ScopedThreads, parts);
+    let loaded = if parts > 1 {
+        load_zone_file_in_parts(origin, path, &ScopedThreads, parts)
+    } else {
+        load_zone_file_in_parts(origin, path, &InTurn, 1)
+    };
     // The parse buffers are freed by now; see `release_free_memory`.
     bulwark_net::release_free_memory();
     loaded
