@@ -148,7 +148,19 @@ impl ZoneBuilder {
             _ => {
                 let start = self.keys.len();
                 canonical_key(owner, &mut self.keys);
-                KeyRange::new(start, self.keys.len())
+                match KeyRange::new(start, self.keys.len()) {
+                    Some(key) => key,
+                    None => {
+                        self.keys.truncate(start);
+                        self.arena.truncate(off);
+                        self.problems.push(Problem::error(
+                            &record.owner.to_lowercase(),
+                            Some(rtype),
+                            "the zone's names pass 4 GiB in total; this one was not loaded",
+                        ));
+                        return;
+                    }
+                }
             }
         };
         self.entries.push(Entry {
@@ -190,6 +202,26 @@ impl ZoneBuilder {
     pub fn append(&mut self, later: ZoneBuilder) {
         let shift = self.arena.len();
         let key_shift = self.keys.len();
+        let shifted = |key: KeyRange| {
+            let at = |n: u32| usize::try_from(n).ok()?.checked_add(key_shift);
+            KeyRange::new(at(key.start)?, at(key.end)?)
+        };
+        let mut problems = later.problems;
+        self.entries.reserve(later.entries.len());
+        for e in later.entries {
+            match shifted(e.key) {
+                Some(key) => self.entries.push(Entry {
+                    off: e.off.saturating_add(shift),
+                    key,
+                    ..e
+                }),
+                None => problems.push(Problem::error(
+                    &Name::from_wire(e.owner(&later.arena)).unwrap_or_default(),
+                    Some(e.rtype),
+                    "the zone's names pass 4 GiB in total; this one was not loaded",
+                )),
+            }
+        }
         if self.arena.is_empty() {
             self.arena = later.arena;
             self.keys = later.keys;
@@ -197,13 +229,7 @@ impl ZoneBuilder {
             self.arena.extend_from_slice(&later.arena);
             self.keys.extend_from_slice(&later.keys);
         }
-        self.entries
-            .extend(later.entries.into_iter().map(|e| Entry {
-                off: e.off.saturating_add(shift),
-                key: e.key.shifted(key_shift),
-                ..e
-            }));
-        self.problems.extend(later.problems);
+        self.problems.extend(problems);
         // A class mismatch was reported by whichever builder met it; one with
         // no records yet takes the later one's, as adding them here would.
         self.class = self.class.or(later.class);
@@ -287,19 +313,12 @@ struct KeyRange {
 }
 
 impl KeyRange {
-    /// Past 4 GiB of keys the offsets saturate: such owners then sort as
-    /// one, which only a zone far beyond memory reaches.
-    fn new(start: usize, end: usize) -> KeyRange {
-        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        KeyRange {
-            start: at(start),
-            end: at(end),
-        }
-    }
-
-    fn shifted(self, by: usize) -> KeyRange {
-        let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX).saturating_add(by);
-        KeyRange::new(at(self.start), at(self.end))
+    /// `None` past 4 GiB of keys, which only a zone far beyond memory reaches.
+    fn new(start: usize, end: usize) -> Option<KeyRange> {
+        Some(KeyRange {
+            start: u32::try_from(start).ok()?,
+            end: u32::try_from(end).ok()?,
+        })
     }
 
     fn of(self, keys: &[u8]) -> &[u8] {
