@@ -275,7 +275,8 @@ impl ZoneBuilder {
         problems.extend(right_problems);
         drop(entries);
         drop(keys);
-        let (zone, rejected) = Zone::from_sorted_parts(apex, class.unwrap_or(Class::IN), nodes);
+        let (zone, rejected) =
+            Zone::from_sorted_parts(apex, class.unwrap_or(Class::IN), nodes, fork);
         for owner in rejected {
             problems.push(Problem::error(
                 &Name::from_wire(owner).unwrap_or_default(),

@@ -24,6 +24,7 @@ use hashbrown::HashTable;
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
+use crate::fork::{join_if_large, Fork, InTurn};
 use crate::nsec3::{Denial, Nsec3Chain, Nsec3Lookup};
 
 /// Length prefix of each rdata inside an RRset's packed buffer.
@@ -265,62 +266,49 @@ impl NodeIndex {
     /// Owners that do not fit the 4 GiB name buffer are returned instead of
     /// indexed.
     /// `nodes` must be in canonical order.
-    fn build(nodes: Vec<(&[u8], Node)>, apex_len: usize) -> (NodeIndex, Vec<&[u8]>) {
-        // Two passes over the sorted owners, first to size the buffers exactly
-        // (they live as long as the zone), then to fill them.
-        let (mut count, mut total) = (0usize, 0usize);
+    fn build<'a>(
+        nodes: Vec<(&'a [u8], Node)>,
+        apex_len: usize,
+        fork: &impl Fork,
+    ) -> (NodeIndex, Vec<&'a [u8]>) {
+        // Owners come from the zone, never from queries: a query only probes a
+        // table whose layout the operator's data fixed, so collision flooding
+        // is not possible and SipHash's cost (a fifth of a `www A` answer) buys
+        // nothing. The seed is still random per table.
+        let hasher = RandomState::default();
+        // A first pass over the sorted owners finds which names fit the 4 GiB
+        // name buffer, sizes it exactly (it lives as long as the zone) and
+        // hashes each name in slot order, so that the table can be built on
+        // one core while the other fills the slots.
+        let mut total = 0usize;
+        let mut hashes: Vec<u64> = Vec::new();
         let mut prev: Option<&[u8]> = None;
         for (owner, _) in &nodes {
             for name in empty_nonterminals_before(prev, owner, apex_len)
                 .into_iter()
                 .chain([*owner])
             {
-                count = count.saturating_add(1);
-                total = total.saturating_add(name.len());
+                if fits(total, name) {
+                    total = total.saturating_add(name.len());
+                    hashes.push(hasher.hash_one(name));
+                }
             }
             prev = Some(owner);
         }
-        let mut names = Vec::with_capacity(total);
-        let mut slots = Vec::with_capacity(count);
-        let mut rejected = Vec::new();
-        let mut prev: Option<&[u8]> = None;
-        for (owner, node) in nodes {
-            let ents = empty_nonterminals_before(prev, owner, apex_len);
-            prev = Some(owner);
-            let entries = ents
-                .into_iter()
-                .map(|e| (e, Node::default()))
-                .chain([(owner, node)]);
-            for (name, node) in entries {
-                let (Ok(name_off), Ok(name_len)) =
-                    (u32::try_from(names.len()), u8::try_from(name.len()))
-                else {
-                    rejected.push(name);
-                    continue;
-                };
-                names.extend_from_slice(name);
-                slots.push(Slot {
-                    name_off,
-                    name_len,
-                    node,
-                });
-            }
-        }
-        // Owners come from the zone, never from queries: a query only probes a
-        // table whose layout the operator's data fixed, so collision flooding
-        // is not possible and SipHash's cost (a fifth of a `www A` answer) buys
-        // nothing. The seed is still random per table.
-        let hasher = RandomState::default();
-        let mut table = HashTable::with_capacity(slots.len());
-        for (i, slot) in slots.iter().enumerate() {
-            let Ok(i) = u32::try_from(i) else { break };
-            let h = hasher.hash_one(slot_name(&names, slot));
-            table.insert_unique(h, i, |&j| {
-                slots
-                    .get(index(j))
-                    .map_or(0, |s| hasher.hash_one(slot_name(&names, s)))
-            });
-        }
+        let count = hashes.len();
+        let ((names, slots, rejected), table) = join_if_large(
+            fork,
+            count,
+            || fill_slots(nodes, apex_len, total, count),
+            || {
+                let mut table = HashTable::with_capacity(count);
+                for (i, &h) in hashes.iter().enumerate() {
+                    let Ok(i) = u32::try_from(i) else { break };
+                    table.insert_unique(h, i, |&j| hashes.get(index(j)).copied().unwrap_or(0));
+                }
+                table
+            },
+        );
         (
             NodeIndex {
                 names: names.into_boxed_slice(),
@@ -422,6 +410,51 @@ pub(crate) fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Whether `name` is indexed when `total` octets of names come before it:
+/// its offset must fit the slot's 32 bits.
+fn fits(total: usize, name: &[u8]) -> bool {
+    u32::try_from(total).is_ok() && u8::try_from(name.len()).is_ok()
+}
+
+/// The name buffer and slots for `nodes` (sorted, with the empty
+/// non-terminals added), and the names that do not fit: the same choice
+/// [`fits`] made in [`NodeIndex::build`]'s first pass, which found `total`
+/// octets in `count` names.
+fn fill_slots(
+    nodes: Vec<(&[u8], Node)>,
+    apex_len: usize,
+    total: usize,
+    count: usize,
+) -> (Vec<u8>, Vec<Slot>, Vec<&[u8]>) {
+    let mut names = Vec::with_capacity(total);
+    let mut slots = Vec::with_capacity(count);
+    let mut rejected = Vec::new();
+    let mut prev: Option<&[u8]> = None;
+    for (owner, node) in nodes {
+        let ents = empty_nonterminals_before(prev, owner, apex_len);
+        prev = Some(owner);
+        let entries = ents
+            .into_iter()
+            .map(|e| (e, Node::default()))
+            .chain([(owner, node)]);
+        for (name, node) in entries {
+            let (Ok(name_off), Ok(name_len)) =
+                (u32::try_from(names.len()), u8::try_from(name.len()))
+            else {
+                rejected.push(name);
+                continue;
+            };
+            names.extend_from_slice(name);
+            slots.push(Slot {
+                name_off,
+                name_len,
+                node,
+            });
+        }
+    }
+    (names, slots, rejected)
+}
+
 /// A stored 32-bit position as an index (never truncates on 32/64-bit targets).
 fn index(i: u32) -> usize {
     usize::try_from(i).unwrap_or(usize::MAX)
@@ -493,19 +526,20 @@ impl Zone {
         class: Class,
         nodes: Vec<(&[u8], Node)>,
     ) -> (Zone, Vec<&[u8]>) {
-        Zone::from_sorted_parts(apex, class, in_canonical_order(nodes))
+        Zone::from_sorted_parts(apex, class, in_canonical_order(nodes), &InTurn)
     }
 
     /// [`Zone::from_parts`] for nodes already in canonical order (RFC 4034
     /// §6.1): the index relies on it for ordered walks and searches.
-    pub(crate) fn from_sorted_parts(
+    pub(crate) fn from_sorted_parts<'a>(
         apex: Name,
         class: Class,
-        nodes: Vec<(&[u8], Node)>,
-    ) -> (Zone, Vec<&[u8]>) {
+        nodes: Vec<(&'a [u8], Node)>,
+        fork: &impl Fork,
+    ) -> (Zone, Vec<&'a [u8]>) {
         let apex = apex.to_lowercase();
         let (nodes, nsec3) = Nsec3Chain::split(nodes, apex.as_wire());
-        let (nodes, rejected) = NodeIndex::build(nodes, apex.wire_len());
+        let (nodes, rejected) = NodeIndex::build(nodes, apex.wire_len(), fork);
         let denial = nodes.get(apex.as_wire()).and_then(|a| denial_of(a, &nsec3));
         // After the empty non-terminals: `*.x` with only `a.*.x` below it is
         // still a wildcard (RFC 4592 §2.2.1).
