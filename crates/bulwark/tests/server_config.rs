@@ -157,6 +157,12 @@ fn serve_logs_the_first_load_warnings_and_counts_the_rest() {
         a.rcode_name() == "NOERROR"
     });
     let log = server.process.log();
+    // Each read is logged with its size and time (docs/zone-files.md).
+    assert!(
+        log.lines()
+            .any(|l| l.contains("zone file read") && l.contains("names=")),
+        "{log}"
+    );
     let one_by_one = log
         .lines()
         .filter(|l| l.contains("has no A or AAAA record"))

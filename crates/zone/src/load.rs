@@ -44,24 +44,18 @@ pub fn load_zone_file(origin: &Name, path: &Path) -> Result<Zone, LoadError> {
 }
 
 /// Like [`load_zone_file`], also returning the warnings of a zone that loaded.
-///
-/// Records go from the parser straight into the [`ZoneBuilder`]'s compact form,
-/// so the typed records (several hundred octets each) are never all held at
-/// once. When the parser reports problems what was built is dropped.
+/// Reads the file in one pass on this thread.
 pub fn load_zone_file_with_warnings(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
-    let file = path.display().to_string();
-    let mut builder = ZoneBuilder::new(origin);
-    crate::parse::parse_file_with(path, origin, &mut |r| builder.add(r)).map_err(
-        |diagnostics| LoadError {
-            problems: diagnostics.iter().map(ToString::to_string).collect(),
-        },
-    )?;
-    build(builder, &file, &InTurn)
+    load_zone_file_in_parts(origin, path, &InTurn, 1)
 }
 
 /// Like [`load_zone_file_with_warnings`], reading a large file in up to
 /// `parts` parts run through `fork` (see [`crate::parse::split`]); the zone and
 /// every message are the same as reading it in one go.
+///
+/// Records go from the parser straight into the [`ZoneBuilder`]'s compact form,
+/// so the typed records (several hundred octets each) are never all held at
+/// once. When the parser reports problems what was built is dropped.
 pub fn load_zone_file_in_parts(
     origin: &Name,
     path: &Path,

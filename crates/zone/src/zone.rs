@@ -288,7 +288,7 @@ impl NodeIndex {
                 .into_iter()
                 .chain([*owner])
             {
-                if fits(total, name) {
+                if slot_place(total, name).is_some() {
                     total = total.saturating_add(name.len());
                     hashes.push(hasher.hash_one(name));
                 }
@@ -410,16 +410,17 @@ pub(crate) fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Whether `name` is indexed when `total` octets of names come before it:
-/// its offset must fit the slot's 32 bits.
-fn fits(total: usize, name: &[u8]) -> bool {
-    u32::try_from(total).is_ok() && u8::try_from(name.len()).is_ok()
+/// Where `name` goes in the name buffer when `total` octets of names come
+/// before it (offset and length), or `None` when its offset does not fit the
+/// slot's 32 bits: such a name is not indexed.
+fn slot_place(total: usize, name: &[u8]) -> Option<(u32, u8)> {
+    Some((u32::try_from(total).ok()?, u8::try_from(name.len()).ok()?))
 }
 
 /// The name buffer and slots for `nodes` (sorted, with the empty
 /// non-terminals added), and the names that do not fit: the same choice
-/// [`fits`] made in [`NodeIndex::build`]'s first pass, which found `total`
-/// octets in `count` names.
+/// [`slot_place`] made in [`NodeIndex::build`]'s first pass, which found
+/// `total` octets in `count` names.
 fn fill_slots(
     nodes: Vec<(&[u8], Node)>,
     apex_len: usize,
@@ -438,9 +439,7 @@ fn fill_slots(
             .map(|e| (e, Node::default()))
             .chain([(owner, node)]);
         for (name, node) in entries {
-            let (Ok(name_off), Ok(name_len)) =
-                (u32::try_from(names.len()), u8::try_from(name.len()))
-            else {
+            let Some((name_off, name_len)) = slot_place(names.len(), name) else {
                 rejected.push(name);
                 continue;
             };

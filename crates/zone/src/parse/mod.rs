@@ -39,9 +39,10 @@ pub fn parse_file(path: &Path, origin: &Name) -> Result<Vec<Record>, Vec<Diagnos
 }
 
 /// Like [`parse_file`], showing each record to `sink` as soon as it is complete
-/// instead of gathering them all (a reference, so that a sink that keeps only
-/// a compact form never copies the large typed record), so that a large zone is never held as typed
+/// instead of gathering them all, so that a large zone is never held as typed
 /// records at once. Records come in file order, as [`parse_file`] returns them.
+/// The sink borrows each record: one that keeps a compact form never copies
+/// the large typed record.
 ///
 /// The one exception to "as soon as complete": a record with no TTL before any
 /// `$TTL`, earlier TTL or SOA takes the SOA minimum (RFC 2308 §4), so it and the

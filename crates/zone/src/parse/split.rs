@@ -24,7 +24,7 @@ use std::path::Path;
 
 use bulwark_proto::{Name, Rdata, Record};
 
-pub use crate::fork::{Fork, InTurn};
+use crate::fork::Fork;
 
 use super::lexer::Lexer;
 use super::{FileState, Parser, RdataParser, State, Step, MAX_DIAGNOSTICS};
@@ -335,6 +335,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::fork::InTurn;
 
     impl RecordSink for Vec<Record> {
         fn add(&mut self, record: &Record) {
@@ -367,14 +368,32 @@ mod tests {
         }
     }
 
-    fn write_zone(text: &str) -> PathBuf {
+    /// A zone file in its own temporary directory, removed when dropped.
+    struct ZoneFile(PathBuf);
+
+    impl core::ops::Deref for ZoneFile {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for ZoneFile {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    fn write_zone(text: &str) -> ZoneFile {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("bulwark-split-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("zone");
         std::fs::write(&path, text).unwrap();
-        path
+        ZoneFile(path)
     }
 
     type Outcome = Result<Vec<Record>, Vec<Diagnostic>>;
@@ -556,7 +575,6 @@ mod tests {
             let whole = in_one_go(&path);
             prop_assert_eq!(in_parts(&path, &InTurn, parts, min_part).0, whole.clone());
             prop_assert_eq!(in_parts(&path, &Threads, parts, min_part).0, whole);
-            std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
         }
     }
 }
