@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use bulwark_proto::{Class, Name, Record, Rtype};
 
-use crate::check::{check_zone_with, sort_problems, Problem};
+use crate::check::{sort_problems, unsorted_problems, Problem};
 use crate::fork::{join_if_large, Fork, InTurn};
 use crate::zone::{canonical_key, Node, RRset, Zone};
 
@@ -432,8 +432,11 @@ impl Zone {
         builder: ZoneBuilder,
         fork: &impl Fork,
     ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
-        let (zone, mut problems) = builder.finish_with(fork);
-        problems.extend(check_zone_with(&zone, fork));
+        let (zone, built) = builder.finish_with(fork);
+        // The builder's problems (usually none) join the checks' (possibly one
+        // per name), and all are sorted once.
+        let mut problems = unsorted_problems(&zone, fork);
+        problems.extend(built);
         sort_problems(&mut problems);
         if problems.iter().any(Problem::is_error) {
             return Err(problems);

@@ -458,6 +458,27 @@ fn problems_display_owner_type_and_message() {
 }
 
 #[test]
+fn each_distinct_target_of_an_rrset_is_warned_about_once() {
+    let all = problems(vec![
+        rec("example.", Rtype::MX, mx(10, "mail.example.")),
+        rec("example.", Rtype::MX, mx(20, "MAIL.example.")),
+        rec("example.", Rtype::MX, mx(30, "mx2.example.")),
+    ]);
+    let messages: Vec<&str> = all
+        .iter()
+        .filter(|p| p.rtype == Some(Rtype::MX))
+        .map(|p| p.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "MX target mail.example. is in the zone but has no A or AAAA record",
+            "MX target mx2.example. is in the zone but has no A or AAAA record",
+        ]
+    );
+}
+
+#[test]
 fn mx_target_in_the_zone_without_address_is_warned() {
     let all = problems(vec![rec("example.", Rtype::MX, mx(10, "mail.example."))]);
     let msg = only(&all, Severity::Warning, "example.", Some(Rtype::MX));
