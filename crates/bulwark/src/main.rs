@@ -11,6 +11,10 @@
     clippy::cast_possible_truncation
 )]
 
+/// mimalloc: see `bulwark_net::Allocator` for why.
+#[global_allocator]
+static ALLOCATOR: bulwark_net::Allocator = bulwark_net::Allocator;
+
 mod check;
 mod cli;
 mod clock;

@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};
-pub use heap::release_free_memory;
+pub use heap::{release_free_memory, Allocator};
 pub use shutdown::Shutdown;
 pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};

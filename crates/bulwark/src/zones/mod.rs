@@ -347,6 +347,8 @@ impl Zones {
         }
         self.publish_and_announce(table, changed);
         self.emit(ZoneEvent::ListChanged);
+        // The parse buffers and the copies just replaced are free now.
+        bulwark_net::release_free_memory();
         report
     }
 
@@ -365,6 +367,7 @@ impl Zones {
             self.load_one(&mut table, &spec, now)
         };
         self.publish_and_announce(table, serial.map(|s| (origin.clone(), s)));
+        bulwark_net::release_free_memory();
         Ok(outcome)
     }
 
@@ -529,6 +532,7 @@ impl Zones {
             origin: origin.clone(),
             serial: served,
         });
+        bulwark_net::release_free_memory();
         Ok(serial)
     }
 

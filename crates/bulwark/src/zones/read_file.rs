@@ -10,27 +10,15 @@ use bulwark_proto::Name;
 use bulwark_zone::load::{load_zone_file_in_parts, LoadError, Loaded};
 use bulwark_zone::{Fork, InTurn};
 
-/// Zone files at least this large have their freed parse buffers handed back
-/// to the system after loading.
-const TRIM_AFTER_OCTETS: u64 = 1 << 20;
-
 /// Loads the zone file at `path`, in as many parts as this process may use
 /// cores (all in turn on this thread when that is one).
 pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
     let parts = thread::available_parallelism().map_or(1, usize::from);
-    let loaded = if parts > 1 {
+    if parts > 1 {
         load_zone_file_in_parts(origin, path, &ScopedThreads, parts)
     } else {
         load_zone_file_in_parts(origin, path, &InTurn, 1)
-    };
-    // The parse buffers are freed by now; see `release_free_memory`. Only a
-    // large file leaves enough behind to be worth it: the trim walks the whole
-    // heap, and a server with thousands of small zones would pay that for each.
-    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= TRIM_AFTER_OCTETS);
-    if large {
-        bulwark_net::release_free_memory();
     }
-    loaded
 }
 
 /// Runs the second closure on a scoped thread while the caller runs the
