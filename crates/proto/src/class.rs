@@ -45,30 +45,49 @@ impl fmt::Debug for Class {
 #[error("unknown class")]
 pub struct UnknownClass;
 
+impl Class {
+    /// Reads a class from its presentation text (`IN`, `ch`, `CLASS3`), as
+    /// octets: a zone file's tokens need no UTF-8 check to be compared.
+    pub fn from_text(text: &[u8]) -> Result<Class, UnknownClass> {
+        // Every token of a record's head is tried as a class; most are types,
+        // so a mismatch must cost little: compare the uppercased octets whole.
+        let mut upper = [0u8; 5];
+        if let Some(dest) = upper.get_mut(..text.len()) {
+            dest.copy_from_slice(text);
+            dest.make_ascii_uppercase();
+            match &*dest {
+                b"IN" => return Ok(Class::IN),
+                b"CH" | b"CHAOS" => return Ok(Class::CH),
+                b"HS" => return Ok(Class::HS),
+                b"NONE" => return Ok(Class::NONE),
+                b"ANY" => return Ok(Class::ANY),
+                _ => {}
+            }
+        }
+        text.get(..5)
+            .filter(|p| p.eq_ignore_ascii_case(b"CLASS"))
+            .and_then(|_| text.get(5..))
+            .and_then(decimal_u16)
+            .map(Class)
+            .ok_or(UnknownClass)
+    }
+}
+
+/// A non-empty run of ASCII digits whose value fits 16 bits.
+pub(crate) fn decimal_u16(digits: &[u8]) -> Option<u16> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u16, |acc, &d| {
+        let digit = d.checked_sub(b'0').filter(|v| *v <= 9)?;
+        acc.checked_mul(10)?.checked_add(u16::from(digit))
+    })
+}
+
 impl FromStr for Class {
     type Err = UnknownClass;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        for (m, c) in [
-            ("IN", Class::IN),
-            ("CH", Class::CH),
-            ("CHAOS", Class::CH),
-            ("HS", Class::HS),
-            ("NONE", Class::NONE),
-            ("ANY", Class::ANY),
-        ] {
-            if s.eq_ignore_ascii_case(m) {
-                return Ok(c);
-            }
-        }
-        let digits = s
-            .get(..5)
-            .filter(|p| p.eq_ignore_ascii_case("CLASS"))
-            .and_then(|_| s.get(5..))
-            .ok_or(UnknownClass)?;
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(UnknownClass);
-        }
-        digits.parse::<u16>().map(Class).map_err(|_| UnknownClass)
+        Class::from_text(s.as_bytes())
     }
 }
 
@@ -82,5 +101,41 @@ mod tests {
         assert_eq!("CLASS3".parse::<Class>(), Ok(Class::CH));
         assert_eq!(Class(77).to_string(), "CLASS77");
         assert!("CLASSX".parse::<Class>().is_err());
+    }
+
+    #[test]
+    fn every_mnemonic_reads_in_any_case_and_nothing_near_it_does() {
+        for (text, class) in [
+            ("IN", Class::IN),
+            ("iN", Class::IN),
+            ("ch", Class::CH),
+            ("Chaos", Class::CH),
+            ("hs", Class::HS),
+            ("none", Class::NONE),
+            ("Any", Class::ANY),
+            ("class65535", Class(65535)),
+        ] {
+            assert_eq!(Class::from_text(text.as_bytes()), Ok(class), "{text}");
+        }
+        for text in [
+            "",
+            "I",
+            "INN",
+            "CHAO",
+            "CHAOSS",
+            "NON",
+            "AN",
+            "A",
+            "CLASS",
+            "CLASS65536",
+            "CLASS-1",
+            "\u{e9}N",
+        ] {
+            assert_eq!(
+                Class::from_text(text.as_bytes()),
+                Err(UnknownClass),
+                "{text}"
+            );
+        }
     }
 }

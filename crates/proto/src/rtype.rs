@@ -20,8 +20,8 @@ macro_rules! rtypes {
                 }
             }
 
-            fn from_mnemonic(s: &str) -> Option<Rtype> {
-                $(if s.eq_ignore_ascii_case(stringify!($name)) { return Some(Rtype($val)); })*
+            fn from_mnemonic(s: &[u8]) -> Option<Rtype> {
+                $(if s.eq_ignore_ascii_case(stringify!($name).as_bytes()) { return Some(Rtype($val)); })*
                 None
             }
         }
@@ -78,21 +78,26 @@ impl fmt::Debug for Rtype {
 #[error("unknown record type")]
 pub struct UnknownRtype;
 
+impl Rtype {
+    /// Reads a type from its presentation text (`AAAA`, `mx`, `TYPE65534`), as
+    /// octets: a zone file's tokens need no UTF-8 check to be compared.
+    pub fn from_text(text: &[u8]) -> Result<Rtype, UnknownRtype> {
+        if let Some(t) = Rtype::from_mnemonic(text) {
+            return Ok(t);
+        }
+        text.get(..4)
+            .filter(|p| p.eq_ignore_ascii_case(b"TYPE"))
+            .and_then(|_| text.get(4..))
+            .and_then(crate::class::decimal_u16)
+            .map(Rtype)
+            .ok_or(UnknownRtype)
+    }
+}
+
 impl FromStr for Rtype {
     type Err = UnknownRtype;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(t) = Rtype::from_mnemonic(s) {
-            return Ok(t);
-        }
-        let digits = s
-            .get(..4)
-            .filter(|p| p.eq_ignore_ascii_case("TYPE"))
-            .and_then(|_| s.get(4..))
-            .ok_or(UnknownRtype)?;
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(UnknownRtype);
-        }
-        digits.parse::<u16>().map(Rtype).map_err(|_| UnknownRtype)
+        Rtype::from_text(s.as_bytes())
     }
 }
 

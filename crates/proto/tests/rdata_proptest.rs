@@ -162,3 +162,41 @@ proptest! {
         check(Rtype::NS, &wire[2..], 0);
     }
 }
+
+proptest! {
+    /// A record data is read by bulwark's own octet parser; it must accept
+    /// exactly what the standard library's `Ipv4Addr` parser accepts.
+    #[test]
+    fn a_data_reads_as_the_standard_ipv4_parser_does(
+        text in "[0-9.]{1,18}|[0-9]{1,4}(\\.[0-9]{1,4}){3}|[0-9.a+x-]{1,12}"
+    ) {
+        let ours = Rdata::from_text(Rtype::A, &text, &Name::root()).ok();
+        let std = text.parse::<std::net::Ipv4Addr>().ok().map(Rdata::A);
+        prop_assert_eq!(ours, std, "{}", text);
+    }
+}
+
+#[test]
+fn a_data_edge_cases_read_as_the_standard_ipv4_parser_does() {
+    for text in [
+        "0.0.0.0",
+        "255.255.255.255",
+        "256.0.0.1",
+        "1.2.3",
+        "1.2.3.4.",
+        ".1.2.3.4",
+        "01.2.3.4",
+        "1.2.3.04",
+        "1.2.3.0",
+        "1..2.3",
+        "1.2.3.4.5",
+        "1.2.3.+4",
+        "1.2.3.-0",
+        "000.1.2.3",
+        "1.2.3.1000",
+    ] {
+        let ours = Rdata::from_text(Rtype::A, text, &Name::root()).ok();
+        let std = text.parse::<std::net::Ipv4Addr>().ok().map(Rdata::A);
+        assert_eq!(ours, std, "{text}");
+    }
+}

@@ -515,6 +515,42 @@ mod tests {
     }
 
     #[test]
+    fn records_given_out_of_order_keep_each_rrsets_first_ttl() {
+        // The later owners and the first record of each RRset come first;
+        // the earlier owners and the RRsets' later records, with other TTLs,
+        // after them.
+        let text = "c.example. 100 IN TXT c1\nb.example. 100 IN TXT b1\n\
+                    example. 60 IN SOA ns hm 1 2 3 4 5\na.example. 100 IN TXT a1\n\
+                    a.example. 200 IN TXT a2\nb.example. 200 IN TXT b2\n\
+                    c.example. 200 IN TXT c2\n0.example. 200 IN TXT z\n";
+        let records = crate::parse_str(text, &n("example."), "t").unwrap();
+        let mut builder = ZoneBuilder::new(&n("example."));
+        for r in &records {
+            builder.add(r);
+        }
+        let (zone, problems) = builder.finish();
+        let walked: Vec<(String, u32)> = zone
+            .records()
+            .map(|r| (r.owner.to_string(), r.ttl))
+            .collect();
+        assert_eq!(
+            walked,
+            [
+                ("example.", 60),
+                ("0.example.", 200),
+                ("a.example.", 100),
+                ("a.example.", 100),
+                ("b.example.", 100),
+                ("b.example.", 100),
+                ("c.example.", 100),
+                ("c.example.", 100),
+            ]
+            .map(|(o, t)| (o.to_owned(), t))
+        );
+        assert_eq!(problems.len(), 3, "{problems:?}");
+    }
+
+    #[test]
     fn canonical_form_leaves_malformed_rdata_alone() {
         assert_eq!(
             canonical_rdata(Rtype::NS, &[5, b'A']),

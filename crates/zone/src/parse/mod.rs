@@ -480,7 +480,6 @@ impl<'s> Parser<'s> {
                 return None;
             }
             let text = t.text;
-            let word = core::str::from_utf8(text).unwrap_or("");
             if ttl.is_none() && looks_like_ttl(text) {
                 match parse_ttl(text) {
                     Ok(v) => ttl = Some(v),
@@ -489,9 +488,9 @@ impl<'s> Parser<'s> {
                         return None;
                     }
                 }
-            } else if let (None, Ok(c)) = (class, word.parse::<Class>()) {
+            } else if let (None, Ok(c)) = (class, Class::from_text(text)) {
                 class = Some((c, t.pos));
-            } else if let Ok(rtype) = word.parse::<Rtype>() {
+            } else if let Ok(rtype) = Rtype::from_text(text) {
                 if rtype.is_meta() || rtype.is_query_only() {
                     self.report(
                         file,
@@ -502,7 +501,7 @@ impl<'s> Parser<'s> {
                 }
                 break rtype;
             } else {
-                let message = if word.parse::<Class>().is_ok() || looks_like_ttl(text) {
+                let message = if Class::from_text(text).is_ok() || looks_like_ttl(text) {
                     format!("expected {expected}, found \"{}\"", lossy(text))
                 } else if text.first() == Some(&b'$') {
                     format!(
