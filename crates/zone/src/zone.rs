@@ -470,6 +470,25 @@ fn empty_nonterminals_before<'a>(
     owner: &'a [u8],
     apex_len: usize,
 ) -> Vec<&'a [u8]> {
+    // The common cases in a sorted zone, found without walking labels (the
+    // index's two passes ask for every owner): a child of the apex, of the
+    // owner before, or of that owner's parent has every ancestor in place.
+    if let (Some(prev), Some(parent)) = (prev, parent_wire(owner)) {
+        if parent.len() <= apex_len || parent == prev || parent_wire(prev) == Some(parent) {
+            return Vec::new();
+        }
+    }
+    unshared_ancestors(prev, owner, apex_len)
+}
+
+/// The wire form of a (non-root) name's parent.
+fn parent_wire(wire: &[u8]) -> Option<&[u8]> {
+    let len = usize::from(*wire.first().filter(|l| **l > 0)?);
+    wire.get(len.saturating_add(1)..)
+}
+
+/// [`empty_nonterminals_before`] by walking the labels.
+fn unshared_ancestors<'a>(prev: Option<&[u8]>, owner: &'a [u8], apex_len: usize) -> Vec<&'a [u8]> {
     let shared = prev.map_or(0, |p| common_suffix_len(p, owner));
     let mut out: Vec<&[u8]> = suffixes(owner)
         .skip(1)
@@ -917,6 +936,41 @@ mod tests {
             names(None, "a.b.example."),
             vec![n("example."), n("b.example.")]
         );
+    }
+
+    #[test]
+    fn the_shortcuts_find_the_empty_nonterminals_the_label_walk_finds() {
+        let apex = n("example.");
+        let mut names: Vec<Name> = [
+            "example.",
+            "a.example.",
+            "b.example.",
+            "a.b.example.",
+            "b.b.example.",
+            "x.a.b.example.",
+            "c.example.",
+            "x.c.example.",
+            "y.d.c.example.",
+            "\\000.example.",
+            "z.example.",
+            "*.z.example.",
+            "q.y.z.example.",
+        ]
+        .iter()
+        .map(|s| n(s))
+        .collect();
+        names.sort();
+        for (i, owner) in names.iter().enumerate() {
+            let earlier = names.get(..i).unwrap_or(&[]);
+            for prev in earlier.iter().map(Some).chain([None]) {
+                let prev = prev.map(Name::as_wire);
+                assert_eq!(
+                    empty_nonterminals_before(prev, owner.as_wire(), apex.wire_len()),
+                    unshared_ancestors(prev, owner.as_wire(), apex.wire_len()),
+                    "{owner} after {prev:?}"
+                );
+            }
+        }
     }
 
     proptest::proptest! {
