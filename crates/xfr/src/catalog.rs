@@ -270,7 +270,7 @@ pub fn catalog_records(
     let ns = Name::from_wire(CATALOG_NS).map_err(|_| too_long(apex))?;
 
     let mut out = Vec::with_capacity(sorted.len().saturating_add(3));
-    out.push(record(apex.clone(), Rdata::Soa(soa.clone())));
+    out.push(record(apex.clone(), Rdata::Soa(Box::new(soa.clone()))));
     out.push(record(apex.clone(), Rdata::Ns(ns)));
     out.push(record(version, Rdata::Txt(vec![CATALOG_VERSION.to_vec()])));
 

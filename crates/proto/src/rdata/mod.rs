@@ -42,7 +42,10 @@ pub enum Rdata {
     Cname(Name),
     Dname(Name),
     Ptr(Name),
-    Soa(Soa),
+    /// Boxed, as are the other variants holding two names or more: the
+    /// enum is as large as its largest variant, and a zone file's parse
+    /// moves millions of them.
+    Soa(Box<Soa>),
     Mx {
         preference: u16,
         exchange: Name,
@@ -56,8 +59,8 @@ pub enum Rdata {
     },
     /// RFC 1183 §2.2: responsible person's mailbox and a name holding TXT records.
     Rp {
-        mbox: Name,
-        txt: Name,
+        mbox: Box<Name>,
+        txt: Box<Name>,
     },
     /// RFC 1183 §1.
     Afsdb {
@@ -72,8 +75,8 @@ pub enum Rdata {
     /// RFC 2163 §4: X.400 mapping.
     Px {
         preference: u16,
-        map822: Name,
-        mapx400: Name,
+        map822: Box<Name>,
+        mapx400: Box<Name>,
     },
     /// RFC 2230 §3: key exchanger.
     Kx {
@@ -81,7 +84,7 @@ pub enum Rdata {
         exchanger: Name,
     },
     Srv(Srv),
-    Naptr(Naptr),
+    Naptr(Box<Naptr>),
     /// Version 0 only; other versions stay `Unknown`.
     Loc(Loc),
     Ds(Ds),
@@ -417,7 +420,7 @@ fn read_typed(rtype: Rtype, r: &mut Reader<'_>) -> Result<Rdata, WireError> {
         Rtype::PTR => Rdata::Ptr(Name::read(r)?),
         // RFC 6672 §2.1: the DNAME target is sent uncompressed.
         Rtype::DNAME => Rdata::Dname(Name::read_uncompressed(r)?),
-        Rtype::SOA => Rdata::Soa(Soa::read(r)?),
+        Rtype::SOA => Rdata::Soa(Box::new(Soa::read(r)?)),
         Rtype::MX => Rdata::Mx {
             preference: r.read_u16()?,
             exchange: Name::read(r)?,
@@ -429,8 +432,8 @@ fn read_typed(rtype: Rtype, r: &mut Reader<'_>) -> Result<Rdata, WireError> {
         },
         // Lenient on compression for the RFC 1183/2782/3403 types, as peers are.
         Rtype::RP => Rdata::Rp {
-            mbox: Name::read(r)?,
-            txt: Name::read(r)?,
+            mbox: Box::new(Name::read(r)?),
+            txt: Box::new(Name::read(r)?),
         },
         Rtype::AFSDB => Rdata::Afsdb {
             subtype: r.read_u16()?,
@@ -442,15 +445,15 @@ fn read_typed(rtype: Rtype, r: &mut Reader<'_>) -> Result<Rdata, WireError> {
         },
         Rtype::PX => Rdata::Px {
             preference: r.read_u16()?,
-            map822: Name::read(r)?,
-            mapx400: Name::read(r)?,
+            map822: Box::new(Name::read(r)?),
+            mapx400: Box::new(Name::read(r)?),
         },
         Rtype::KX => Rdata::Kx {
             preference: r.read_u16()?,
             exchanger: Name::read(r)?,
         },
         Rtype::SRV => Rdata::Srv(Srv::read(r)?),
-        Rtype::NAPTR => Rdata::Naptr(Naptr::read(r)?),
+        Rtype::NAPTR => Rdata::Naptr(Box::new(Naptr::read(r)?)),
         Rtype::LOC => {
             let whole = *r;
             match Loc::read(r)? {
@@ -563,7 +566,7 @@ fn parse_typed(rtype: Rtype, f: &mut Fields<'_, '_>) -> Result<Rdata, RdataTextE
         Rtype::CNAME => Rdata::Cname(f.name()?),
         Rtype::DNAME => Rdata::Dname(f.name()?),
         Rtype::PTR => Rdata::Ptr(f.name()?),
-        Rtype::SOA => Rdata::Soa(Soa::parse(f)?),
+        Rtype::SOA => Rdata::Soa(Box::new(Soa::parse(f)?)),
         Rtype::MX => Rdata::Mx {
             preference: f.u16()?,
             exchange: f.name()?,
@@ -580,8 +583,8 @@ fn parse_typed(rtype: Rtype, f: &mut Fields<'_, '_>) -> Result<Rdata, RdataTextE
             os: f.character_string()?,
         },
         Rtype::RP => Rdata::Rp {
-            mbox: f.name()?,
-            txt: f.name()?,
+            mbox: Box::new(f.name()?),
+            txt: Box::new(f.name()?),
         },
         Rtype::AFSDB => Rdata::Afsdb {
             subtype: f.u16()?,
@@ -593,15 +596,15 @@ fn parse_typed(rtype: Rtype, f: &mut Fields<'_, '_>) -> Result<Rdata, RdataTextE
         },
         Rtype::PX => Rdata::Px {
             preference: f.u16()?,
-            map822: f.name()?,
-            mapx400: f.name()?,
+            map822: Box::new(f.name()?),
+            mapx400: Box::new(f.name()?),
         },
         Rtype::KX => Rdata::Kx {
             preference: f.u16()?,
             exchanger: f.name()?,
         },
         Rtype::SRV => Rdata::Srv(Srv::parse(f)?),
-        Rtype::NAPTR => Rdata::Naptr(Naptr::parse(f)?),
+        Rtype::NAPTR => Rdata::Naptr(Box::new(Naptr::parse(f)?)),
         Rtype::LOC => Rdata::Loc(Loc::parse(f)?),
         Rtype::DS => Rdata::Ds(Ds::parse(f)?),
         Rtype::CDS => Rdata::Cds(Ds::parse(f)?),

@@ -81,7 +81,7 @@ fn fake(rtype: Rtype, fields: &[Field<'_>], origin: &Name) -> Result<Rdata, Rdat
                 exchange: n,
             })
         }
-        Rtype::SOA => Ok(Rdata::Soa(Soa {
+        Rtype::SOA => Ok(Rdata::Soa(Box::new(Soa {
             mname: name_at(fields, 0, origin)?,
             rname: name_at(fields, 1, origin)?,
             serial: u32_field(fields, 2)?,
@@ -89,7 +89,7 @@ fn fake(rtype: Rtype, fields: &[Field<'_>], origin: &Name) -> Result<Rdata, Rdat
             retry: u32_field(fields, 4)?,
             expire: u32_field(fields, 5)?,
             minimum: u32_field(fields, 6)?,
-        })),
+        }))),
         Rtype::TXT => Ok(Rdata::Txt(fields.iter().map(|f| f.raw.to_vec()).collect())),
         _ => Err(err(0, "\\# (only generic data in this test)")),
     }
