@@ -347,7 +347,11 @@ impl Zones {
         }
         self.publish_and_announce(table, changed);
         self.emit(ZoneEvent::ListChanged);
-        // The parse buffers and the copies just replaced are free now.
+        // The parse buffers and the copies just replaced are free now. Here,
+        // not after the server starts answering: query workers starting
+        // first would adopt the parse threads' leftover pages, and a worker
+        // that never frees never hands them back (measured: 130 MiB resident
+        // instead of 90 with the 1,000,000-record zone).
         bulwark_net::release_free_memory();
         report
     }
