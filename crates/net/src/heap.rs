@@ -29,7 +29,7 @@ pub use mimalloc::MiMalloc as Allocator;
 /// (the parse buffers, the replaced zone) for reuse until told otherwise,
 /// which left a 1,000,000-record zone 50% more resident than it needs, and
 /// twice that after a reload. The call visits every page the allocator
-/// holds (about 20 ms with that zone loaded), so it belongs after loads,
+/// holds (8 to 20 ms with that zone loaded), so it belongs after loads,
 /// reloads and full transfers, not after each small change.
 pub fn release_free_memory() {
     // SAFETY: mi_collect takes a flag and touches only the allocator's own
