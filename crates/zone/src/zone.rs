@@ -280,21 +280,48 @@ impl NodeIndex {
         // name buffer, sizes it exactly (it lives as long as the zone) and
         // hashes each name in slot order, so that the table can be built on
         // one core while the other fills the slots.
-        let mut total = 0usize;
-        let mut hashes: Vec<u64> = Vec::new();
-        let mut prev: Option<&[u8]> = None;
-        for (owner, _) in &nodes {
-            for name in empty_nonterminals_before(prev, owner, apex_len)
-                .into_iter()
-                .chain([*owner])
-            {
-                if slot_place(total, name).is_some() {
-                    total = total.saturating_add(name.len());
-                    hashes.push(hasher.hash_one(name));
+        // Hashing is most of that pass, so a large zone's halves are hashed
+        // on both cores; their offsets add up unless the names pass 4 GiB,
+        // where the one pass over all of them decides what is left out.
+        let first_pass = |from: usize, to: usize| {
+            let mut total = 0usize;
+            let mut hashes: Vec<u64> = Vec::with_capacity(to.saturating_sub(from));
+            let mut prev = from
+                .checked_sub(1)
+                .and_then(|p| nodes.get(p))
+                .map(|(o, _)| *o);
+            for (owner, _) in nodes.get(from..to).unwrap_or(&[]) {
+                for name in empty_nonterminals_before(prev, owner, apex_len)
+                    .into_iter()
+                    .chain([*owner])
+                {
+                    if slot_place(total, name).is_some() {
+                        total = total.saturating_add(name.len());
+                        hashes.push(hasher.hash_one(name));
+                    }
                 }
+                prev = Some(owner);
             }
-            prev = Some(owner);
-        }
+            (total, hashes)
+        };
+        let mid = nodes.len() / 2;
+        let ((left_total, mut hashes), (right_total, right_hashes)) = join_if_large(
+            fork,
+            nodes.len(),
+            || first_pass(0, mid),
+            || first_pass(mid, nodes.len()),
+        );
+        let total = match left_total.checked_add(right_total) {
+            Some(total) if u32::try_from(total).is_ok() => {
+                hashes.extend(right_hashes);
+                total
+            }
+            _ => {
+                let (total, all) = first_pass(0, nodes.len());
+                hashes = all;
+                total
+            }
+        };
         let count = hashes.len();
         let ((names, slots, rejected), table) = join_if_large(
             fork,
