@@ -75,13 +75,7 @@ impl Class {
 
 /// A non-empty run of ASCII digits whose value fits 16 bits.
 pub(crate) fn decimal_u16(digits: &[u8]) -> Option<u16> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u16, |acc, &d| {
-        let digit = d.checked_sub(b'0').filter(|v| *v <= 9)?;
-        acc.checked_mul(10)?.checked_add(u16::from(digit))
-    })
+    crate::rdata::text::decimal(digits).and_then(|v| u16::try_from(v).ok())
 }
 
 impl FromStr for Class {

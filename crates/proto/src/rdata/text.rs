@@ -180,10 +180,21 @@ impl<'f, 'a> Fields<'f, 'a> {
 
 /// Plain unsigned decimal, no sign, at most 10 digits (fits u32 checks by callers).
 pub(crate) fn parse_decimal(s: &str) -> Option<u64> {
-    if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
+    if s.len() > 10 {
         return None;
     }
-    s.parse::<u64>().ok()
+    decimal(s.as_bytes())
+}
+
+/// A non-empty run of ASCII digits, of any length, whose value fits 64 bits.
+pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &d| {
+        let digit = d.checked_sub(b'0').filter(|v| *v <= 9)?;
+        acc.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// Seconds, either plain decimal or digits each followed by a unit
