@@ -44,25 +44,26 @@ pub(crate) fn follow_cname(
     target(cname)
 }
 
-/// The names already answered for in this response, to stop at a loop.
+/// The names already answered for in this response after the question's,
+/// to stop at a loop. The question's name is not copied in: most answers
+/// follow no CNAME at all.
 #[derive(Debug, Default)]
 pub(crate) struct Chain {
-    visited: Vec<Name>,
+    followed: Vec<Name>,
 }
 
 impl Chain {
-    pub(crate) fn start(&mut self, qname: &Name) {
-        self.visited.clear();
-        self.visited.push(qname.clone());
+    pub(crate) fn start(&mut self) {
+        self.followed.clear();
     }
 
-    /// Records `next` as the name to answer next; false when it was seen already
-    /// or the chain is at its limit.
-    pub(crate) fn advance(&mut self, next: &Name) -> bool {
-        if self.visited.len() > MAX_CHAIN || self.visited.contains(next) {
+    /// Records `next` as the name to answer next after `qname`'s; false when
+    /// it was seen already or the chain is at its limit.
+    pub(crate) fn advance(&mut self, qname: &Name, next: &Name) -> bool {
+        if self.followed.len() >= MAX_CHAIN || next == qname || self.followed.contains(next) {
             return false;
         }
-        self.visited.push(next.clone());
+        self.followed.push(next.clone());
         true
     }
 }
@@ -79,18 +80,21 @@ mod tests {
     #[test]
     fn chain_refuses_a_name_seen_before_in_any_case() {
         let mut c = Chain::default();
-        c.start(&n("a.example."));
-        assert!(c.advance(&n("b.example.")));
-        assert!(!c.advance(&n("A.EXAMPLE.")));
-        assert!(!c.advance(&n("b.example.")));
+        let q = n("a.example.");
+        c.start();
+        assert!(c.advance(&q, &n("b.example.")));
+        assert!(!c.advance(&q, &n("A.EXAMPLE.")));
+        assert!(!c.advance(&q, &n("B.example.")));
+        assert!(c.advance(&q, &n("c.example.")));
     }
 
     #[test]
     fn chain_stops_at_its_length_limit() {
         let mut c = Chain::default();
-        c.start(&n("start.example."));
+        let q = n("start.example.");
+        c.start();
         let followed = (0..100)
-            .take_while(|i| c.advance(&n(&format!("n{i}.example."))))
+            .take_while(|i| c.advance(&q, &n(&format!("n{i}.example."))))
             .count();
         assert_eq!(followed, MAX_CHAIN);
     }

@@ -28,8 +28,8 @@ pub(crate) fn divert_of(query: &MessageView<'_>) -> Option<Divert> {
         Opcode::UPDATE => Some(Divert::Update),
         Opcode::QUERY => {
             let transfer = query
-                .sole_question()
-                .is_some_and(|q| q.qtype == Rtype::AXFR || q.qtype == Rtype::IXFR);
+                .sole_qtype()
+                .is_some_and(|t| t == Rtype::AXFR || t == Rtype::IXFR);
             if transfer {
                 Some(Divert::Transfer)
             } else if query.tsig_offset().is_some() {

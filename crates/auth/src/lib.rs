@@ -182,6 +182,11 @@ pub enum AnswerOutcome {
 pub struct Answerer {
     config: Arc<AnswerConfig>,
     scratch: Scratch,
+    /// The question's name, and its lowercased copy when it has capitals:
+    /// filled in place for each query, since a fresh `Name` costs a 256-octet
+    /// write and every move of one a 256-octet copy.
+    qname: Name,
+    qname_lower: Name,
     rdata: Vec<u8>,
     cookie_valid: bool,
     /// `None` unless asked for: worth it where one answerer sees many queries
@@ -194,6 +199,8 @@ impl Answerer {
         Answerer {
             config,
             scratch: Scratch::default(),
+            qname: Name::root(),
+            qname_lower: Name::root(),
             rdata: Vec::new(),
             cookie_valid: false,
             cache: None,
@@ -334,9 +341,13 @@ impl Answerer {
         self.cookie_valid = cookie.is_some_and(|c| c.valid);
         let opt = edns::response_opt(edns.as_ref(), config, transport, cookie.map(|c| c.option));
         let mut resp = Response::start(out, query.header(), limit, opt);
-        let question = query.sole_question();
-        if let Some(q) = question {
-            resp.question(&q.qname, q.qtype, q.qclass);
+        // The view checked the name, so assigning it cannot fail.
+        let question = query
+            .sole_question_wire()
+            .filter(|q| self.qname.assign_wire(q.qname).is_ok());
+        let qname = &self.qname;
+        if let Some(q) = &question {
+            resp.question(qname, q.qtype, q.qclass);
         }
         // RFC 6891 §6.1.3: an EDNS version we do not speak is BADVERS, before
         // anything else is looked at.
@@ -363,11 +374,11 @@ impl Answerer {
             // Like Knot, class ANY (RFC 1035 §3.2.5) is answered as IN.
             Class::IN | Class::ANY => {}
             Class::CH => {
-                chaos::chaos(&mut resp, &config.chaos, &q.qname, q.qtype, &mut self.rdata);
+                chaos::chaos(&mut resp, &config.chaos, qname, q.qtype, &mut self.rdata);
                 if resp.rcode() == Rcode::NOERROR {
                     self.scratch
                         .imputed
-                        .set(ResponseClass::Positive, q.qname.as_wire());
+                        .set(ResponseClass::Positive, qname.as_wire());
                 }
                 return finish(
                     resp,
@@ -382,7 +393,13 @@ impl Answerer {
                 return respond(resp);
             }
         }
-        let Some(zone) = solve::zone_for(zones, &q.qname, q.qtype) else {
+        let qname_lower = if qname.has_uppercase() {
+            self.qname_lower.assign_lowercase(qname);
+            &self.qname_lower
+        } else {
+            qname
+        };
+        let Some(zone) = solve::zone_for(zones, qname_lower.as_wire(), q.qtype) else {
             // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves it to policy).
             resp.set_rcode(Rcode::REFUSED);
             resp.set_extended_error(ExtendedError::NotAuthoritative);
@@ -406,7 +423,8 @@ impl Answerer {
         solve::answer_in_zone(
             &mut resp,
             zone,
-            &q.qname,
+            qname,
+            qname_lower,
             q.qtype,
             dnssec_ok,
             &mut self.scratch,

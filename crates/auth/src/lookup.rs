@@ -39,11 +39,13 @@ pub(crate) enum Found<'z> {
 }
 
 /// Walks from the apex of `zone` towards `name` (which must be at or below the
-/// apex), stopping at the first zone cut or DNAME on the way.
+/// apex), stopping at the first zone cut or DNAME on the way. `lower` is
+/// `name`'s wire form lowercased: zone owners are lowercase, so each ancestor
+/// is looked up as a slice of it, and no name is copied on the way.
 ///
 /// A cut at `name` itself is not a referral for DS: DS lives on the parent side
 /// of the cut (RFC 4035 §3.1.4.1).
-pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
+pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, lower: &[u8], qtype: Rtype) -> Found<'z> {
     let wire = name.as_wire();
     let apex_labels = zone.apex().label_count();
     let total = name.label_count();
@@ -65,9 +67,7 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
         }
         pos = pos.saturating_add(usize::from(len)).saturating_add(1);
     }
-    // One lowercased copy; each ancestor is a slice of it (zone owners are lowercase).
-    let lower = name.to_lowercase();
-    let lower_wire = lower.as_wire();
+    let lower_wire = lower;
     let mut closest_encloser: Option<usize> = None;
     // depth counts labels below the apex: 0 is the apex itself.
     for depth in 0..=below_apex {
@@ -76,12 +76,16 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
             .copied()
             .map(usize::from)
             .unwrap_or(0);
-        let node = lower_wire
-            .get(start..)
-            .and_then(|w| zone.node_by_lowercase_wire(w));
+        let node = if depth == 0 {
+            zone.apex_node()
+        } else {
+            lower_wire
+                .get(start..)
+                .and_then(|w| zone.node_by_lowercase_wire(w))
+        };
         let Some(node) = node else {
             return match closest_encloser {
-                Some(ce) => wildcard_at(zone, wire, ce),
+                Some(ce) => wildcard_at(zone, lower_wire, ce),
                 None => Found::Broken,
             };
         };
@@ -114,15 +118,19 @@ fn owner_at(wire: &[u8], start: usize) -> Option<Name> {
     wire.get(start..).and_then(|w| Name::from_wire(w).ok())
 }
 
-/// The name does not exist below the closest encloser at `ce_start`.
-fn wildcard_at<'z>(zone: &'z Zone, wire: &[u8], ce_start: usize) -> Found<'z> {
+/// The name does not exist below the closest encloser at `ce_start` of
+/// `lower`, the name's lowercased wire form.
+fn wildcard_at<'z>(zone: &'z Zone, lower: &[u8], ce_start: usize) -> Found<'z> {
     let nxdomain = Found::NxDomain {
         closest_encloser: ce_start,
     };
     if !zone.has_wildcards() {
         return nxdomain;
     }
-    match owner_at(wire, ce_start).and_then(|ce| wildcard::source(zone, &ce)) {
+    let source = lower
+        .get(ce_start..)
+        .and_then(|encloser| wildcard::source(zone, encloser));
+    match source {
         Some(node) => Found::Wildcard {
             node,
             closest_encloser: ce_start,
@@ -138,6 +146,10 @@ mod tests {
 
     fn n(s: &str) -> Name {
         Name::from_presentation(s.as_bytes(), None).unwrap()
+    }
+
+    fn find<'z>(zone: &'z Zone, name: &Name, qtype: Rtype) -> Found<'z> {
+        super::find(zone, name, name.to_lowercase().as_wire(), qtype)
     }
 
     fn zone() -> Zone {

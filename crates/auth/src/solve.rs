@@ -34,17 +34,33 @@ pub(crate) struct Scratch {
     pub(crate) wildcards: Vec<(Name, usize)>,
 }
 
-/// The zone that answers `qname`: the longest suffix match, except that a DS query
-/// at a zone's apex belongs to the parent side of the cut (RFC 4035 §3.1.4.1), so
-/// the parent zone answers it when we serve that too.
-pub(crate) fn zone_for<'z>(zones: &'z ZoneSet, qname: &Name, qtype: Rtype) -> Option<&'z Zone> {
-    let zone = zones.find(qname)?;
-    if qtype == Rtype::DS && zone.apex() == qname {
-        if let Some(parent) = qname.parent().and_then(|p| zones.find(&p)) {
+/// The zone that answers the name whose lowercased wire form is `lower`: the
+/// longest suffix match, except that a DS query at a zone's apex belongs to the
+/// parent side of the cut (RFC 4035 §3.1.4.1), so the parent zone answers it
+/// when we serve that too.
+pub(crate) fn zone_for<'z>(zones: &'z ZoneSet, lower: &[u8], qtype: Rtype) -> Option<&'z Zone> {
+    let zone = zones.find_by_lowercase_wire(lower)?;
+    if qtype == Rtype::DS && zone.apex().as_wire() == lower {
+        let parent = lower
+            .first()
+            .filter(|&&len| len > 0)
+            .and_then(|&len| lower.get(usize::from(len).saturating_add(1)..))
+            .and_then(|p| zones.find_by_lowercase_wire(p));
+        if let Some(parent) = parent {
             return Some(parent);
         }
     }
     Some(zone)
+}
+
+/// `name` in canonical (lower) case: `name` itself when it has no capitals,
+/// as almost every query name has, otherwise a lowercased copy kept in `copy`.
+pub(crate) fn lowercased<'n>(name: &'n Name, copy: &'n mut Option<Name>) -> &'n Name {
+    if name.has_uppercase() {
+        copy.insert(name.to_lowercase())
+    } else {
+        name
+    }
 }
 
 /// What answering at one node led to.
@@ -67,15 +83,18 @@ enum Via {
 
 /// Answers `qname`/`qtype` from `zone` into `resp` (AA already set); with
 /// `dnssec_ok` and a signed zone, with signatures and denial proofs.
+/// `qname_lower` is `qname` lowercased (see [`lowercased`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn answer_in_zone(
     resp: &mut Response<'_>,
     zone: &Zone,
     qname: &Name,
+    qname_lower: &Name,
     qtype: Rtype,
     dnssec_ok: bool,
     scratch: &mut Scratch,
 ) {
-    scratch.chain.start(qname);
+    scratch.chain.start();
     scratch.additional.clear();
     scratch.proved.clear();
     scratch.wildcards.clear();
@@ -83,11 +102,18 @@ pub(crate) fn answer_in_zone(
     // Set when the answer's class is decided by what the walk met (a referral or
     // a wildcard) rather than by its outcome; the last such step wins.
     let mut decided = false;
-    let mut name = qname.clone();
+    // The name being answered: the question's until a CNAME or DNAME leads on.
+    let mut followed: Option<Name> = None;
     loop {
-        let next = match lookup::find(zone, &name, qtype) {
+        let name = followed.as_ref().unwrap_or(qname);
+        let mut lower_copy = None;
+        let lower = match followed {
+            Some(_) => lowercased(name, &mut lower_copy),
+            None => qname_lower,
+        };
+        let next = match lookup::find(zone, name, lower.as_wire(), qtype) {
             Found::Exact(node) => {
-                answer_at_node(resp, zone, &name, node, qtype, Via::Exact, signing, scratch)
+                answer_at_node(resp, zone, name, node, qtype, Via::Exact, signing, scratch)
             }
             Found::Wildcard {
                 node,
@@ -102,7 +128,7 @@ pub(crate) fn answer_in_zone(
                 answer_at_node(
                     resp,
                     zone,
-                    &name,
+                    name,
                     node,
                     qtype,
                     Via::Wildcard(closest_encloser),
@@ -125,7 +151,7 @@ pub(crate) fn answer_in_zone(
                 Next::Done
             }
             Found::Dname { owner, node, dname } => {
-                follow_dname(resp, zone, &name, &owner, node, dname, qtype, signing)
+                follow_dname(resp, zone, name, &owner, node, dname, qtype, signing)
             }
             Found::NxDomain { closest_encloser } => {
                 deny_existence(resp, zone, Rcode::NXDOMAIN, signing);
@@ -135,7 +161,7 @@ pub(crate) fn answer_in_zone(
                         signing,
                         proved: &mut scratch.proved,
                     }
-                    .nxdomain(&name, closest_encloser);
+                    .nxdomain(name, closest_encloser);
                 }
                 Next::Done
             }
@@ -151,11 +177,11 @@ pub(crate) fn answer_in_zone(
                 // target; outside this zone it is the resolver's to follow.
                 if resp.is_truncated()
                     || !target.ends_with(zone.apex())
-                    || !scratch.chain.advance(&target)
+                    || !scratch.chain.advance(qname, &target)
                 {
                     break;
                 }
-                name = target;
+                followed = Some(target);
             }
         }
     }

@@ -75,7 +75,8 @@ impl QueryLog {
         let size = answered.map_or(0, |r| r.size);
         match MessageView::parse(query) {
             Ok(view) => {
-                let question: Option<&Question> = view.question();
+                let question: Option<Question> = view.question();
+                let question = question.as_ref();
                 tracing::info!(
                     target: TARGET,
                     client = %peer,

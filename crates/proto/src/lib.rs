@@ -14,6 +14,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod ascii_case;
 pub mod class;
 pub mod encoding;
 pub mod message;

@@ -5,6 +5,7 @@ use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::str::FromStr;
 
+use crate::ascii_case::eq_ignore_ascii_case;
 use crate::wire::{Reader, WireError};
 
 /// RFC 1035 §2.3.4: a name is at most 255 octets in wire form.
@@ -68,6 +69,34 @@ impl Name {
             return Err(NameError::TrailingData);
         }
         Ok(name)
+    }
+
+    /// Makes this name a copy of `wire`, an uncompressed wire-format name that
+    /// fills it exactly, checked as [`Name::from_wire`] checks it. Reuses this
+    /// name's storage and writes only the name's octets, where building a new
+    /// `Name` writes all of its 256: for a hot path that keeps one around.
+    pub fn assign_wire(&mut self, wire: &[u8]) -> Result<(), NameError> {
+        check_uncompressed(wire)?;
+        let len = u8::try_from(wire.len()).map_err(|_| NameError::NameTooLong)?;
+        let dst = self
+            .buf
+            .get_mut(..wire.len())
+            .ok_or(NameError::NameTooLong)?;
+        dst.copy_from_slice(wire);
+        self.len = len;
+        Ok(())
+    }
+
+    /// Makes this name a lowercased copy of `other`, reusing its storage
+    /// (see [`Name::assign_wire`]).
+    pub fn assign_lowercase(&mut self, other: &Name) {
+        let n = usize::from(other.len);
+        if let (Some(dst), Some(src)) = (self.buf.get_mut(..n), other.buf.get(..n)) {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = s.to_ascii_lowercase();
+            }
+            self.len = other.len;
+        }
     }
 
     /// Reads a name that may use compression pointers (RFC 1035 §4.1.4).
@@ -325,7 +354,7 @@ impl Name {
         pos == offset
             && me
                 .get(offset..)
-                .is_some_and(|s| s.eq_ignore_ascii_case(anc))
+                .is_some_and(|s| eq_ignore_ascii_case(s, anc))
     }
 
     /// Strictly below `ancestor`.
@@ -338,6 +367,12 @@ impl Name {
         let mut out = self.clone();
         out.make_lowercase();
         out
+    }
+
+    /// Whether any octet is an ASCII capital: without one, the name is
+    /// already in canonical case and needs no lowercased copy.
+    pub fn has_uppercase(&self) -> bool {
+        self.as_wire().iter().any(u8::is_ascii_uppercase)
     }
 
     pub fn make_lowercase(&mut self) {
@@ -504,6 +539,38 @@ pub(crate) fn walk_compressed(
     }
 }
 
+/// Checks that `wire` is exactly one uncompressed wire-format name, with the
+/// errors [`Name::read_uncompressed`] gives, without copying it.
+fn check_uncompressed(wire: &[u8]) -> Result<(), NameError> {
+    let mut pos = 0usize;
+    loop {
+        let len = *wire.get(pos).ok_or(NameError::Truncated)?;
+        match len & 0xc0 {
+            0x00 => {}
+            0xc0 => return Err(NameError::BadPointer),
+            _ => return Err(NameError::BadLabelType),
+        }
+        let end = pos
+            .checked_add(1)
+            .and_then(|p| p.checked_add(usize::from(len)))
+            .ok_or(NameError::Truncated)?;
+        if end > wire.len() {
+            return Err(NameError::Truncated);
+        }
+        if end > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        if len == 0 {
+            return if end == wire.len() {
+                Ok(())
+            } else {
+                Err(NameError::TrailingData)
+            };
+        }
+        pos = end;
+    }
+}
+
 /// One escape after a backslash: `\DDD` (decimal, ≤ 255) or `\X` (X literally).
 /// Returns the byte and how many input bytes it used.
 pub fn parse_escape(after: &[u8]) -> Result<(u8, usize), NameError> {
@@ -546,7 +613,7 @@ impl<'a> Iterator for Labels<'a> {
 
 impl PartialEq for Name {
     fn eq(&self, other: &Name) -> bool {
-        self.as_wire().eq_ignore_ascii_case(other.as_wire())
+        eq_ignore_ascii_case(self.as_wire(), other.as_wire())
     }
 }
 impl Eq for Name {}

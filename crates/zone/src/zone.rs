@@ -361,6 +361,14 @@ impl NodeIndex {
         self.slots.len()
     }
 
+    /// The first node in canonical order, with its owner: the apex's, when
+    /// the zone has one, since every other owner is below it.
+    fn first(&self) -> Option<(&[u8], &Node)> {
+        self.slots
+            .first()
+            .map(|s| (slot_name(&self.names, s), &s.node))
+    }
+
     /// The last node at or before `wire` (lowercased) in canonical order that
     /// `keep` accepts, with its owner: a binary search over the ordered slots,
     /// then a walk back. Allocates nothing.
@@ -625,9 +633,13 @@ impl Zone {
         self.nodes.get(wire)
     }
 
-    /// The apex node.
+    /// The apex node. Every answer reads it, so it is found as the first
+    /// node in canonical order rather than by hashing its name.
     pub fn apex_node(&self) -> Option<&Node> {
-        self.nodes.get(self.apex.as_wire())
+        self.nodes
+            .first()
+            .filter(|(owner, _)| *owner == self.apex.as_wire())
+            .map(|(_, node)| node)
     }
 
     /// The apex SOA RRset.

@@ -59,8 +59,13 @@ impl ZoneSet {
         if self.zones.is_empty() {
             return None;
         }
-        let lower = qname.to_lowercase();
-        let index = suffixes(lower.as_wire())
+        self.find_by_lowercase_wire(qname.to_lowercase().as_wire())
+    }
+
+    /// [`ZoneSet::find`] for a name the caller has already lowercased, in
+    /// wire form: the query path lowercases the question once for every step.
+    pub fn find_by_lowercase_wire(&self, lower: &[u8]) -> Option<&Arc<Zone>> {
+        let index = suffixes(lower)
             .filter(|s| s.len() <= self.longest_apex)
             .find_map(|s| self.by_apex.get(s).copied())?;
         self.zones.get(index)

@@ -271,7 +271,7 @@ fn transfer(
     sig: Signature,
     out: &mut Vec<u8>,
 ) -> Diverted {
-    let Some(q) = view.sole_question().cloned() else {
+    let Some(q) = view.sole_question() else {
         return refuse(query, Rcode::FORMERR, &sig, out);
     };
     if q.qtype == Rtype::AXFR && request.transport == Transport::Udp {

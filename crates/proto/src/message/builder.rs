@@ -114,7 +114,7 @@ impl<'b> MessageBuilder<'b> {
         limit: usize,
         query: &MessageView<'_>,
     ) -> Result<MessageBuilder<'b>, BuildError> {
-        MessageBuilder::response(buf, limit, query.header(), query.sole_question())
+        MessageBuilder::response(buf, limit, query.header(), query.sole_question().as_ref())
     }
 
     /// The header to be written; its counts are filled in by `finish`.

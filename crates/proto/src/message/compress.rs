@@ -1,7 +1,13 @@
 //! Name compression for messages we build (RFC 1035 §4.1.4).
 //!
 //! The table remembers where names (and so all their suffixes) were written; it
-//! is a fixed array, so building a message allocates nothing for it.
+//! is a fixed array, so building a message allocates nothing for it. Beside
+//! each position it keeps the length of the name written there, uncompressed:
+//! a suffix can only equal a name of its own length, so looking one up reads
+//! the other names only where the lengths agree (in an answer, most names
+//! share the zone's apex and differ in length below it).
+
+use crate::ascii_case::eq_ignore_ascii_case;
 
 /// How many name positions are remembered; later names are written in full.
 const MAX_ENTRIES: usize = 64;
@@ -14,6 +20,8 @@ const MAX_HOPS: usize = 128;
 #[derive(Debug, Clone)]
 pub(crate) struct CompressionTable {
     offsets: [u16; MAX_ENTRIES],
+    /// The uncompressed wire length of the name at each offset.
+    name_lens: [u8; MAX_ENTRIES],
     len: usize,
 }
 
@@ -21,6 +29,7 @@ impl CompressionTable {
     pub(crate) fn new() -> CompressionTable {
         CompressionTable {
             offsets: [0; MAX_ENTRIES],
+            name_lens: [0; MAX_ENTRIES],
             len: 0,
         }
     }
@@ -34,12 +43,23 @@ impl CompressionTable {
         self.len = self.len.min(len);
     }
 
-    fn add(&mut self, offset: usize) {
+    /// Remembers that a name of `name_len` octets (uncompressed) starts at `offset`.
+    fn add(&mut self, offset: usize, name_len: usize) {
         if offset > MAX_POINTER {
             return;
         }
-        if let (Some(slot), Ok(off)) = (self.offsets.get_mut(self.len), u16::try_from(offset)) {
+        let slots = (
+            self.offsets.get_mut(self.len),
+            self.name_lens.get_mut(self.len),
+        );
+        if let (Some(slot), Some(len_slot), Ok(off), Ok(name_len)) = (
+            slots.0,
+            slots.1,
+            u16::try_from(offset),
+            u8::try_from(name_len),
+        ) {
             *slot = off;
+            *len_slot = name_len;
             self.len = self.len.saturating_add(1);
         }
     }
@@ -48,7 +68,8 @@ impl CompressionTable {
     /// wire name, that `msg` already holds. Returns how many leading octets of
     /// `name` must still be written literally, and the pointer target.
     fn find(&self, msg: &[u8], name: &[u8]) -> Option<(usize, u16)> {
-        let entries = self.offsets.get(..self.len)?;
+        let offsets = self.offsets.get(..self.len)?;
+        let name_lens = self.name_lens.get(..self.len)?;
         let mut start = 0usize;
         loop {
             let len = usize::from(*name.get(start)?);
@@ -57,10 +78,13 @@ impl CompressionTable {
                 return None;
             }
             let suffix = name.get(start..)?;
-            if let Some(&off) = entries
+            let suffix_len = u8::try_from(suffix.len()).ok()?;
+            let found = name_lens
                 .iter()
-                .find(|&&off| name_at_equals(msg, usize::from(off), suffix))
-            {
+                .zip(offsets)
+                .filter(|&(&l, _)| l == suffix_len)
+                .find(|&(_, &off)| name_at_equals(msg, usize::from(off), suffix));
+            if let Some((_, &off)) = found {
                 return Some((start, off));
             }
             start = start.checked_add(len)?.checked_add(1)?;
@@ -84,7 +108,7 @@ impl CompressionTable {
             if l == 0 {
                 break;
             }
-            self.add(base.saturating_add(pos));
+            self.add(base.saturating_add(pos), name.len().saturating_sub(pos));
             pos = pos.saturating_add(usize::from(l)).saturating_add(1);
         }
         if let Some(off) = pointer {
@@ -125,7 +149,7 @@ fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8]) -> bool {
             name.get(i.saturating_add(1)..i.saturating_add(step)),
         );
         match (a, b) {
-            (Some(a), Some(b)) if a.eq_ignore_ascii_case(b) => {}
+            (Some(a), Some(b)) if eq_ignore_ascii_case(a, b) => {}
             _ => return false,
         }
         pos = pos.saturating_add(step);

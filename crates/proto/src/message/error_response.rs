@@ -25,7 +25,7 @@ pub fn write_error_response(query: &[u8], rcode: Rcode, out: &mut Vec<u8>) -> Op
     let header = Header::parse(query)?;
     let parsed = MessageView::parse(query).ok();
     let question = match &parsed {
-        Some(view) => view.sole_question().cloned(),
+        Some(view) => view.sole_question(),
         None => first_question(query, &header),
     };
     let with_opt = parsed.as_ref().is_some_and(|v| v.edns().is_some());

@@ -15,7 +15,7 @@ pub use edns::{
 };
 pub use error_response::write_error_response;
 pub use header::{Flags, Header, HEADER_LEN};
-pub use view::{MessageView, Question, Questions, RecordView, Records};
+pub use view::{MessageView, Question, QuestionWire, Questions, RecordView, Records};
 
 use crate::name::NameError;
 use crate::wire::WireError;

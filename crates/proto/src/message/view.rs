@@ -18,6 +18,15 @@ pub struct Question {
     pub qclass: Class,
 }
 
+/// The question of a message with its name left in the message: the
+/// uncompressed wire form, in the case it was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuestionWire<'a> {
+    pub qname: &'a [u8],
+    pub qtype: Rtype,
+    pub qclass: Class,
+}
+
 /// One resource record of a received message. The rdata is not interpreted:
 /// names inside it may be compressed and resolve against the whole message
 /// (read them with a [`Reader`] over [`MessageView::as_bytes`] at `rdata_offset`).
@@ -34,12 +43,23 @@ pub struct RecordView<'a> {
     pub offset: usize,
 }
 
+/// Where the first question is. Its name is never compressed: a pointer
+/// may only reach back, and before it lies the header, which no pointer may
+/// target ([`walk_compressed`]); so the name is the octets from the header's
+/// end to `name_end`, and is copied into a [`Name`] only when asked for.
+#[derive(Debug, Clone, Copy)]
+struct FirstQuestion {
+    name_end: usize,
+    qtype: Rtype,
+    qclass: Class,
+}
+
 /// A received message whose structure has been checked from end to end.
 #[derive(Debug, Clone)]
 pub struct MessageView<'a> {
     buf: &'a [u8],
     header: Header,
-    question: Option<Question>,
+    question: Option<FirstQuestion>,
     /// Offsets where the answer, authority and additional sections start.
     section_starts: [usize; 3],
     edns: Option<Edns<'a>>,
@@ -57,19 +77,16 @@ impl<'a> MessageView<'a> {
         let mut r = Reader::at(buf, HEADER_LEN);
         let mut question = None;
         for i in 0..header.qdcount {
+            let name_end = check_name(buf, r.position())?.0;
+            r = Reader::at(buf, name_end);
+            let qtype = Rtype(r.read_u16()?);
+            let qclass = Class(r.read_u16()?);
             if i == 0 {
-                let qname = Name::read(&mut r)?;
-                let qtype = Rtype(r.read_u16()?);
-                let qclass = Class(r.read_u16()?);
-                question = Some(Question {
-                    qname,
+                question = Some(FirstQuestion {
+                    name_end,
                     qtype,
                     qclass,
                 });
-            } else {
-                let end = check_name(buf, r.position())?.0;
-                r = Reader::at(buf, end);
-                r.read_bytes(4)?;
             }
         }
         let mut section_starts = [0usize; 3];
@@ -135,19 +152,44 @@ impl<'a> MessageView<'a> {
         self.buf
     }
 
-    /// The first question, if the message has any.
-    pub fn question(&self) -> Option<&Question> {
-        self.question.as_ref()
+    /// The first question, if the message has any. Its name is copied out
+    /// of the message on each call: keep the result rather than asking again.
+    pub fn question(&self) -> Option<Question> {
+        let q = self.question?;
+        let qname = Name::from_wire(self.buf.get(HEADER_LEN..q.name_end)?).ok()?;
+        Some(Question {
+            qname,
+            qtype: q.qtype,
+            qclass: q.qclass,
+        })
     }
 
     /// The question of a message that has exactly one, as every standard query
-    /// must (RFC 9619); `None` otherwise.
-    pub fn sole_question(&self) -> Option<&Question> {
+    /// must (RFC 9619); `None` otherwise. Copied out as [`MessageView::question`] is.
+    pub fn sole_question(&self) -> Option<Question> {
         if self.header.qdcount == 1 {
-            self.question.as_ref()
+            self.question()
         } else {
             None
         }
+    }
+
+    /// [`MessageView::sole_question`] without copying the name out.
+    pub fn sole_question_wire(&self) -> Option<QuestionWire<'a>> {
+        let q = self.question.filter(|_| self.header.qdcount == 1)?;
+        Some(QuestionWire {
+            qname: self.buf.get(HEADER_LEN..q.name_end)?,
+            qtype: q.qtype,
+            qclass: q.qclass,
+        })
+    }
+
+    /// The type asked by a message with exactly one question, without
+    /// copying its name.
+    pub fn sole_qtype(&self) -> Option<Rtype> {
+        self.question
+            .filter(|_| self.header.qdcount == 1)
+            .map(|q| q.qtype)
     }
 
     /// Every question, in message order (UPDATE calls the first the zone section).
