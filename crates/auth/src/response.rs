@@ -120,23 +120,26 @@ impl<'b> Response<'b> {
         limit: usize,
         opt: Option<ResponseOpt<'b>>,
     ) -> Response<'b> {
-        let mut builder = MessageBuilder::new(buf, limit);
-        let h = builder.header_mut();
+        // Built in place: the builder is a few hundred octets (its
+        // compression table), and moving it into the response cost a copy.
+        let mut resp = Response {
+            builder: MessageBuilder::new(buf, limit),
+            opt,
+            records_start: None,
+            ede: None,
+            class: Class::IN,
+        };
+        let h = resp.builder.header_mut();
         h.id = query.id;
         h.opcode = query.opcode;
         h.flags.qr = true;
         h.flags.rd = query.flags.rd;
         h.flags.cd = query.flags.cd;
         if let Some(o) = opt {
-            builder.reserve(with_opt_record(&o, None, |r| r.wire_len()));
+            resp.builder
+                .reserve(with_opt_record(&o, None, |r| r.wire_len()));
         }
-        Response {
-            builder,
-            opt,
-            records_start: None,
-            ede: None,
-            class: Class::IN,
-        }
+        resp
     }
 
     /// Echoes the question exactly as received (case preserved). It always fits:

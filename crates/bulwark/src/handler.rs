@@ -145,6 +145,12 @@ impl QueryHandler for ServerHandler {
         fate.sent()
     }
 
+    fn start_of_batch(&mut self, queries: &mut dyn Iterator<Item = &[u8]>) {
+        let cookies_on = self.cookies.is_some();
+        self.answerer
+            .prefetch_batch(queries, self.transport, cookies_on);
+    }
+
     fn end_of_batch(&mut self) {
         self.tap.flush();
     }

@@ -48,6 +48,12 @@ pub trait QueryHandler {
         out: &mut Vec<u8>,
     ) -> bool;
 
+    /// Called with every query of a batch (a `recvmmsg` batch on UDP) before
+    /// any of them is handled, so a handler can start the memory reads their
+    /// answers will need and wait for them all at once instead of one query
+    /// at a time.
+    fn start_of_batch(&mut self, _queries: &mut dyn Iterator<Item = &[u8]>) {}
+
     /// Called after each batch of queries has been answered and sent (a
     /// `recvmmsg` batch on UDP, the messages of one read on TCP), so a handler
     /// can hand work it batched (log entries) to whoever waits for it.

@@ -368,6 +368,8 @@ impl<H: QueryHandler> Worker<H> {
         which: &mut Vec<usize>,
     ) {
         which.clear();
+        self.handler
+            .start_of_batch(&mut (0..n).filter_map(|i| recv.payload(i)));
         for (i, out) in outs.iter_mut().enumerate().take(n) {
             let (Some(query), Some(peer)) = (recv.payload(i), recv.peer(i)) else {
                 continue;

@@ -296,3 +296,58 @@ fn udp_worker_survives_a_handler_panic() {
     let stats = workers.join();
     assert_eq!(stats.dropped, 1);
 }
+
+/// Echoes, marking in the fourth octet whether the query was announced to
+/// `start_of_batch` before being handled (1) or not (2).
+#[derive(Default)]
+struct Announced {
+    batch: Vec<Vec<u8>>,
+}
+
+impl bulwark_net::QueryHandler for Announced {
+    fn start_of_batch(&mut self, queries: &mut dyn Iterator<Item = &[u8]>) {
+        self.batch = queries.map(<[u8]>::to_vec).collect();
+    }
+
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let announced = self.batch.iter().any(|q| q == query);
+        let answered = echo(query, peer, local, out);
+        out[3] = if announced { 1 } else { 2 };
+        answered
+    }
+}
+
+#[test]
+fn udp_announces_each_batch_before_answering_it() {
+    let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 1).unwrap();
+    let server = listeners.local_addrs()[0];
+    let shutdown = Shutdown::new().unwrap();
+    let workers = listeners
+        .spawn(&UdpConfig::default(), |_| Announced::default(), &shutdown)
+        .unwrap();
+    let c = udp_client(server);
+    // A burst, so that batches hold several queries, then one at a time.
+    for id in 0..64u16 {
+        c.send_to(&query(id), server).unwrap();
+    }
+    let mut seen = 0;
+    let mut buf = [0u8; 512];
+    while seen < 64 {
+        c.recv_from(&mut buf).unwrap();
+        assert_eq!(buf[3], 1, "query {:?} answered unannounced", &buf[..2]);
+        seen += 1;
+    }
+    for id in 0..8u16 {
+        c.send_to(&query(id), server).unwrap();
+        c.recv_from(&mut buf).unwrap();
+        assert_eq!(buf[3], 1);
+    }
+    shutdown.trigger();
+    workers.join();
+}
