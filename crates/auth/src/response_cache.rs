@@ -90,6 +90,13 @@ impl Slot {
     }
 }
 
+/// One cacheable query of a prefetched batch.
+#[derive(Debug, Clone, Copy)]
+struct Prefetched {
+    slot: usize,
+    hash: u64,
+}
+
 /// What a hit restores beyond the response octets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Hit<'a> {
@@ -112,9 +119,9 @@ pub(crate) struct ResponseCache {
     hash: u64,
     /// xorshift64 state for sampled replacement; 0 until first seeded.
     draw: u64,
-    /// The slot and key hash of each query of a batch (see
+    /// The cacheable queries of the batch being prefetched (see
     /// [`ResponseCache::prefetch`]).
-    batch: Vec<(usize, u64)>,
+    batch: Vec<Prefetched>,
 }
 
 impl ResponseCache {
@@ -139,9 +146,9 @@ impl ResponseCache {
     /// core has them all in flight at once; answering each query then finds
     /// its tag (and response) in the core's cache. Under the benchmark's mix
     /// these reads from main memory were most of a lookup's time.
-    pub(crate) fn prefetch(
+    pub(crate) fn prefetch<'q>(
         &mut self,
-        queries: &mut dyn Iterator<Item = &[u8]>,
+        queries: impl Iterator<Item = &'q [u8]>,
         transport: Transport,
         cookies_on: bool,
     ) {
@@ -149,17 +156,25 @@ impl ResponseCache {
         for query in queries {
             if cache_key(query, transport, cookies_on, &mut self.key).is_some() {
                 self.hash = self.hasher.hash_one(self.key.as_slice());
-                self.batch.push((self.slot_index(), self.hash));
+                self.batch.push(Prefetched {
+                    slot: self.slot_index(),
+                    hash: self.hash,
+                });
             }
         }
         let mut seen = 0u64;
-        for &(i, _) in &self.batch {
-            seen ^= self.tags.get(i).map_or(0, |t| t.hash);
+        for entry in &self.batch {
+            seen ^= self.tags.get(entry.slot).map_or(0, |t| t.hash);
         }
         std::hint::black_box(seen);
         let mut first = 0u8;
-        for &(i, hash) in &self.batch {
-            if self.tags.get(i).is_some_and(|t| t.hash == hash) {
+        for entry in &self.batch {
+            let i = entry.slot;
+            let hit = self
+                .tags
+                .get(i)
+                .is_some_and(|t| t.hash == entry.hash && t.generation != 0);
+            if hit {
                 first ^= self
                     .slots
                     .get(i)
@@ -409,7 +424,7 @@ mod tests {
         let capitals = query(3, b"\x03WWW\x07example\x00", &[]);
         fill(&mut cache, &www, 7);
         let batch = [&www[..], &mail, &capitals, &[0u8; 3][..], &[]];
-        cache.prefetch(&mut batch.iter().copied(), Transport::Udp, false);
+        cache.prefetch(batch.iter().copied(), Transport::Udp, false);
         // The same answers as without it, and what misses can still be kept.
         assert!(hits(&mut cache, &www, 7));
         assert!(!hits(&mut cache, &mail, 7));
@@ -417,7 +432,7 @@ mod tests {
         assert!(hits(&mut cache, &mail, 7));
         assert!(!hits(&mut cache, &capitals, 7));
         // A newer zone set's answers are not the prefetched ones'.
-        cache.prefetch(&mut batch.iter().copied(), Transport::Udp, false);
+        cache.prefetch(batch.iter().copied(), Transport::Udp, false);
         assert!(!hits(&mut cache, &www, 8));
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict, ServerCookies};
-use bulwark_net::{Deferred, QueryHandler};
+use bulwark_net::{Batch, Deferred, QueryHandler};
 use bulwark_proto::message::write_error_response;
 use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
@@ -145,8 +145,9 @@ impl QueryHandler for ServerHandler {
         fate.sent()
     }
 
-    fn start_of_batch(&mut self, queries: &mut dyn Iterator<Item = &[u8]>) {
+    fn start_of_batch(&mut self, batch: &dyn Batch) {
         let cookies_on = self.cookies.is_some();
+        let queries = (0..batch.len()).filter_map(|i| batch.query(i));
         self.answerer
             .prefetch_batch(queries, self.transport, cookies_on);
     }

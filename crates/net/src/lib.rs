@@ -36,6 +36,18 @@ pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 /// Turns one query into at most one response. Each UDP worker thread and each TCP
 /// connection owns its handler, so a handler keeps scratch space between queries
 /// and needs no locks.
+/// The queries of one received batch, by index, for
+/// [`QueryHandler::start_of_batch`]: a handler may read them more than once.
+pub trait Batch {
+    /// How many messages the batch holds (some may be unreadable).
+    fn len(&self) -> usize;
+    /// The `i`th query's octets, if it was received whole.
+    fn query(&self, i: usize) -> Option<&[u8]>;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 pub trait QueryHandler {
     /// Writes the response to `query` from `peer`, received on the listener bound
     /// to `local`, into `out` (cleared by the handler) and returns whether to send
@@ -48,11 +60,11 @@ pub trait QueryHandler {
         out: &mut Vec<u8>,
     ) -> bool;
 
-    /// Called with every query of a batch (a `recvmmsg` batch on UDP) before
+    /// Called with the queries of a batch (a `recvmmsg` batch on UDP) before
     /// any of them is handled, so a handler can start the memory reads their
     /// answers will need and wait for them all at once instead of one query
     /// at a time.
-    fn start_of_batch(&mut self, _queries: &mut dyn Iterator<Item = &[u8]>) {}
+    fn start_of_batch(&mut self, _batch: &dyn Batch) {}
 
     /// Called after each batch of queries has been answered and sent (a
     /// `recvmmsg` batch on UDP, the messages of one read on TCP), so a handler

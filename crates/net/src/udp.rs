@@ -368,8 +368,7 @@ impl<H: QueryHandler> Worker<H> {
         which: &mut Vec<usize>,
     ) {
         which.clear();
-        self.handler
-            .start_of_batch(&mut (0..n).filter_map(|i| recv.payload(i)));
+        self.handler.start_of_batch(&Received { recv, n });
         for (i, out) in outs.iter_mut().enumerate().take(n) {
             let (Some(query), Some(peer)) = (recv.payload(i), recv.peer(i)) else {
                 continue;
@@ -415,5 +414,21 @@ impl<H: QueryHandler> Worker<H> {
             .fetch_add(n64.saturating_sub(answered), Ordering::Relaxed);
         c.send_errors
             .fetch_add(u64::try_from(sent.failed).unwrap_or(0), Ordering::Relaxed);
+    }
+}
+
+/// The first `n` messages of a receive batch, as the handler sees them.
+struct Received<'a> {
+    recv: &'a RecvBatch,
+    n: usize,
+}
+
+impl crate::Batch for Received<'_> {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn query(&self, i: usize) -> Option<&[u8]> {
+        (i < self.n).then(|| self.recv.payload(i)).flatten()
     }
 }

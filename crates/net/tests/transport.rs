@@ -305,8 +305,11 @@ struct Announced {
 }
 
 impl bulwark_net::QueryHandler for Announced {
-    fn start_of_batch(&mut self, queries: &mut dyn Iterator<Item = &[u8]>) {
-        self.batch = queries.map(<[u8]>::to_vec).collect();
+    fn start_of_batch(&mut self, batch: &dyn bulwark_net::Batch) {
+        self.batch = (0..batch.len())
+            .filter_map(|i| batch.query(i))
+            .map(<[u8]>::to_vec)
+            .collect();
     }
 
     fn handle(
