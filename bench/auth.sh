@@ -4,6 +4,10 @@
 #
 # Environment (all optional):
 #   DUR=5            seconds per dnsperf run
+#   ROUNDS=1         rounds of every server, class and mode; each round
+#                    restarts every server, and the table gives each
+#                    figure's median over the rounds (use 3 or more when a
+#                    ratio sits near its target: one run moves by 10-30%)
 #   LIGHT_QPS=20000  the fixed light load
 #   SERVERS="null bulwark knotd nsd named"
 #   CLASSES="www www-do any-do nx-do mix"
@@ -21,6 +25,7 @@ set -euo pipefail
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
 DUR=${DUR:-5}
+ROUNDS=${ROUNDS:-1}
 LIGHT_QPS=${LIGHT_QPS:-20000}
 SERVERS=${SERVERS:-"null bulwark knotd nsd named"}
 CLASSES=${CLASSES:-"www www-do any-do nx-do mix"}
@@ -38,6 +43,9 @@ NULL_BIN=$CARGO_TARGET_DIR/release/null-responder
 OUT=${OUT:-$BENCH/RESULTS.md}
 STAMP=$(date -u +%Y%m%d)
 CHART=${CHART:-$BENCH/results/auth-$STAMP.png}
+# The raw rows go beside the chart, so a partial run written elsewhere
+# (OUT=/tmp/x.md CHART=/tmp/x.png) leaves the recorded run's rows alone.
+ROWS=${ROWS:-${CHART%.png}.tsv}
 
 . "$BENCH/lib/servers.sh"
 . "$BENCH/lib/measure.sh"
@@ -93,13 +101,14 @@ measure_sizes() {
 RESULTS_TSV=$WORK/results.tsv
 : >"$RESULTS_TSV"
 
+for round in $(seq 1 "$ROUNDS"); do
 for server in $SERVERS; do
     port=$(free_port)
-    echo "== $server on 127.0.0.1:$port (CPU $SERVER_CPU)" >&2
+    echo "== round $round/$ROUNDS: $server on 127.0.0.1:$port (CPU $SERVER_CPU)" >&2
     "start_$server" "$port"
     wait_ready "$port" "$server"
     pin_server "$SERVER_PID"
-    [ "$server" = null ] || measure_sizes "$server" "$port"
+    [ "$server" = null ] || [ "$round" != 1 ] || measure_sizes "$server" "$port"
     for class in $CLASSES; do
         do=0
         case $class in *-do) do=1 ;; esac
@@ -122,12 +131,14 @@ for server in $SERVERS; do
     stop_server "$SERVER_PID"
     SERVER_PID=
 done
+done
 
 if [[ " $MODES " == *" scale "* && " $SERVERS " == *" bulwark "* ]]; then
     run_scaling
 fi
 
-cp "$RESULTS_TSV" "$BENCH/results/auth-$STAMP.tsv"
+mkdir -p "$(dirname "$ROWS")"
+cp "$RESULTS_TSV" "$ROWS"
 versions=$WORK/versions.txt
 {
     echo "bulwark: $("$BULWARK_BIN" --version 2>&1 | head -1) (git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
@@ -138,7 +149,7 @@ versions=$WORK/versions.txt
     echo "kernel: $(uname -r); CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) CPUs"
 } >"$versions"
 /usr/bin/python3 "$BENCH/lib/report.py" "$RESULTS_TSV" "$versions" "$OUT" "$CHART" \
-    "${BENCH_COMMAND:-DUR=$DUR bench/auth.sh}" "DUR=$DUR LIGHT_QPS=$LIGHT_QPS CFS_QUOTA=$CFS_QUOTA/$CFS_PERIOD dnsperf -q $DNSPERF_OUTSTANDING"
+    "${BENCH_COMMAND:-DUR=$DUR ROUNDS=$ROUNDS bench/auth.sh}" "DUR=$DUR ROUNDS=$ROUNDS LIGHT_QPS=$LIGHT_QPS CFS_QUOTA=$CFS_QUOTA/$CFS_PERIOD dnsperf -q $DNSPERF_OUTSTANDING"
 /usr/bin/python3 - "$SIZES_TSV" "$OUT" "$SIGNED" "$SIGN_ALG" <<'PY'
 import collections, sys
 tsv, out_md, signed, alg = sys.argv[1:]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 tsv, versions, out_md, chart, command, settings = sys.argv[1:7]
-rows = {}
+runs = {}
 servers, classes, modes = [], [], []
 for line in open(tsv):
     f = line.rstrip("\n").split("\t")
@@ -18,11 +18,29 @@ for line in open(tsv):
     s, c, m = f[:3]
     sent, done = int(f[3]), int(f[4])
     lost, qps, user, sys_, gen = map(float, f[5:10])
-    rows[(s, c, m)] = dict(sent=sent, done=done, lost=lost, qps=qps, user=user,
-                           sys=sys_, total=user + sys_, gen=gen)
+    runs.setdefault((s, c, m), []).append(
+        dict(sent=sent, done=done, lost=lost, qps=qps, user=user, sys=sys_, gen=gen))
     for lst, v in ((servers, s), (classes, c), (modes, m)):
         if v not in lst:
             lst.append(v)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+# With ROUNDS > 1 every (server, class, mode) was measured once a round:
+# each figure is its median over the rounds, each taken on its own (so
+# total is the median of user + sys, not the sum of the two medians).
+rows = {}
+for key, rs in runs.items():
+    row = {k: median([r[k] for r in rs]) for k in ("sent", "done", "lost", "qps", "user", "sys", "gen")}
+    row["total"] = median([r["user"] + r["sys"] for r in rs])
+    row["rounds"] = len(rs)
+    rows[key] = row
+rounds = max((r["rounds"] for r in rows.values()), default=1)
 
 peers = [s for s in servers if s not in ("null", "bulwark")]
 best_peers = [s for s in ("knotd", "nsd") if s in servers]
@@ -48,6 +66,11 @@ md.append(f"Settings: `{settings}`. Each server pinned to one core with one work
           "(`taskset`), dnsperf pinned to the other. CPU per query is the server's "
           "utime/stime from /proc/PID/stat over the run divided by answered queries "
           "(clock-tick resolution: with ~100k answers per run, ±0.1 µs).\n")
+if rounds > 1:
+    md.append(f"Each figure is the median of {rounds} rounds; each round restarts every "
+              "server and measures every class and mode again, so drift on the machine "
+              "shows as spread between rounds (see the last table) rather than as a "
+              "difference between servers.\n")
 load = open("/proc/loadavg").read().split()[:3]
 md.append(f"Load average at the end of the run: {' '.join(load)} (2 CPUs: the "
           "benchmark itself keeps both busy; anything else running on the machine "
@@ -141,6 +164,21 @@ if any(m.startswith("scale") for m in modes):
         x = two["qps"] / one["qps"]
         md.append(f"| {c} | {one['qps']:.0f} | {two['qps']:.0f} | {x:.2f} | "
                   f"{'met' if x >= 1.8 else 'missed'} |")
+    md.append("")
+
+if rounds > 1:
+    md.append("### User CPU at maximum load, every round\n")
+    md.append("µs per answered query, round by round; the user/system split comes from "
+              "the kernel's per-tick sampling, the noisiest figure of the run.\n")
+    shown = [s for s in ("bulwark", "knotd", "nsd") if s in servers]
+    md.append("| class | " + " | ".join(shown) + " |")
+    md.append("| --- |" + " --- |" * len(shown))
+    for c in classes:
+        cells = []
+        for s in shown:
+            rs = runs.get((s, c, "max"), [])
+            cells.append(", ".join(f"{r['user']:.2f}" for r in rs) or "–")
+        md.append(f"| {c} | " + " | ".join(cells) + " |")
     md.append("")
 
 md.append("Raw rows: `bench/results/` (TSV: server, class, mode, sent, completed, "
