@@ -18,8 +18,17 @@ fuzz_target!(|data: &[u8]| {
     // Every counted question is readable, and the first is the one kept.
     let questions: Vec<_> = view.questions().collect();
     assert_eq!(questions.len(), usize::from(header.qdcount));
-    assert_eq!(view.question(), questions.first());
+    assert_eq!(view.question().as_ref(), questions.first());
     assert_eq!(view.sole_question().is_some(), header.qdcount == 1);
+    // The sole question lent in place is the one copied out.
+    let sole = view.sole_question();
+    let lent = view.sole_question_wire();
+    assert_eq!(sole.is_some(), lent.is_some());
+    if let (Some(q), Some(w)) = (&sole, lent) {
+        assert_eq!(q.qname.as_wire(), w.qname);
+        assert_eq!((q.qtype, q.qclass), (w.qtype, w.qclass));
+    }
+    assert_eq!(view.sole_qtype(), sole.as_ref().map(|q| q.qtype));
     for q in &questions {
         let _ = (
             q.qname.to_string(),

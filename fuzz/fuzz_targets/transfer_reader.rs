@@ -79,7 +79,7 @@ fn check_single(msg: &[u8], id: u16, apex: &Name) {
         return;
     };
     if let Ok(notify) = read_notify(&view) {
-        assert_eq!(Some(&notify.apex), view.question().map(|q| &q.qname));
+        assert_eq!(Some(&notify.apex), view.question().map(|q| q.qname).as_ref());
         let mut out = Vec::new();
         match write_notify_response(msg, &mut out) {
             Ok(len) => {
