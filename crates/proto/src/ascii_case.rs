@@ -26,56 +26,38 @@ fn fold(word: u64) -> u64 {
     word | (capital >> 2)
 }
 
-/// The octets at `at..at + 8`, little-endian; 0 if out of range (callers
-/// read in range only).
-fn word_at(s: &[u8], at: usize) -> u64 {
-    s.get(at..at.saturating_add(8))
-        .and_then(|w| <[u8; 8]>::try_from(w).ok())
-        .map_or(0, u64::from_le_bytes)
-}
-
 /// Up to eight octets of `s` as one word. A shorter string is read with
 /// overlapping loads (both strings at the same positions, so equal strings
 /// give equal words), which covers every octet.
 fn short_word(s: &[u8]) -> u64 {
-    let len = s.len();
-    let at = |i: usize| u64::from(s.get(i).copied().unwrap_or(0));
-    let u32_at = |i: usize| {
-        s.get(i..i.saturating_add(4))
-            .and_then(|w| <[u8; 4]>::try_from(w).ok())
-            .map_or(0, |w| u64::from(u32::from_le_bytes(w)))
-    };
-    if len >= 4 {
-        u32_at(0) | (u32_at(len.saturating_sub(4)) << 32)
-    } else if len > 0 {
-        at(0) | (at(len / 2) << 8) | (at(len.saturating_sub(1)) << 16)
-    } else {
-        0
+    if let (Some(head), Some(tail)) = (s.first_chunk::<4>(), s.last_chunk::<4>()) {
+        return u64::from(u32::from_le_bytes(*head)) | (u64::from(u32::from_le_bytes(*tail)) << 32);
     }
+    let at = |i: usize| u64::from(s.get(i).copied().unwrap_or(0));
+    let len = s.len();
+    if len == 0 {
+        return 0;
+    }
+    at(0) | (at(len / 2) << 8) | (at(len.saturating_sub(1)) << 16)
 }
 
 /// Whether `a` and `b` are equal with ASCII case folded: the same answer as
 /// `a.eq_ignore_ascii_case(b)`.
 pub(crate) fn eq_ignore_ascii_case(a: &[u8], b: &[u8]) -> bool {
-    let len = a.len();
-    if len != b.len() {
+    if a.len() != b.len() {
         return false;
     }
-    if len < 8 {
+    let (Some(last_a), Some(last_b)) = (a.last_chunk::<8>(), b.last_chunk::<8>()) else {
         return fold(short_word(a)) == fold(short_word(b));
-    }
-    let mut at = 0usize;
-    while at.saturating_add(8) <= len {
-        if fold(word_at(a, at)) != fold(word_at(b, at)) {
-            return false;
+    };
+    let whole = a.chunks_exact(8).zip(b.chunks_exact(8)).all(|(x, y)| {
+        match (<[u8; 8]>::try_from(x), <[u8; 8]>::try_from(y)) {
+            (Ok(x), Ok(y)) => fold(u64::from_le_bytes(x)) == fold(u64::from_le_bytes(y)),
+            _ => false,
         }
-        at = at.saturating_add(8);
-    }
+    });
     // The last eight octets, overlapping what was already compared.
-    at == len || {
-        let last = len.saturating_sub(8);
-        fold(word_at(a, last)) == fold(word_at(b, last))
-    }
+    whole && fold(u64::from_le_bytes(*last_a)) == fold(u64::from_le_bytes(*last_b))
 }
 
 #[cfg(test)]

@@ -120,6 +120,16 @@ impl CompressionTable {
 /// Whether the (possibly compressed) name at `pos` in `msg` equals `name`,
 /// ignoring ASCII case (RFC 4343).
 fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8]) -> bool {
+    // Most names we point to were written in full (the question's, an
+    // owner's first labels): then one comparison of the whole name does.
+    // Length octets are below 0x40 and pointers at or above 0xc0, neither
+    // touched by case folding, so equal octets mean equal label structure.
+    if msg
+        .get(pos..pos.saturating_add(name.len()))
+        .is_some_and(|at| eq_ignore_ascii_case(at, name))
+    {
+        return true;
+    }
     let mut i = 0usize;
     let mut hops = 0usize;
     loop {
