@@ -33,9 +33,6 @@ pub use shutdown::Shutdown;
 pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 
-/// Turns one query into at most one response. Each UDP worker thread and each TCP
-/// connection owns its handler, so a handler keeps scratch space between queries
-/// and needs no locks.
 /// The queries of one received batch, by index, for
 /// [`QueryHandler::start_of_batch`]: a handler may read them more than once.
 pub trait Batch {
@@ -48,6 +45,9 @@ pub trait Batch {
     }
 }
 
+/// Turns one query into at most one response. Each UDP worker thread and each TCP
+/// connection owns its handler, so a handler keeps scratch space between queries
+/// and needs no locks.
 pub trait QueryHandler {
     /// Writes the response to `query` from `peer`, received on the listener bound
     /// to `local`, into `out` (cleared by the handler) and returns whether to send
