@@ -414,12 +414,7 @@ impl Answerer {
                 return respond(resp);
             }
         }
-        let qname_lower = if qname.has_uppercase() {
-            self.qname_lower.assign_lowercase(qname);
-            &self.qname_lower
-        } else {
-            qname
-        };
+        let qname_lower = solve::lowercased(qname, &mut self.qname_lower);
         let Some(zone) = solve::zone_for(zones, qname_lower.as_wire(), q.qtype) else {
             // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves it to policy).
             resp.set_rcode(Rcode::REFUSED);

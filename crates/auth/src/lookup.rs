@@ -67,7 +67,6 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, lower: &[u8], qtype: Rtype) 
         }
         pos = pos.saturating_add(usize::from(len)).saturating_add(1);
     }
-    let lower_wire = lower;
     let mut closest_encloser: Option<usize> = None;
     // depth counts labels below the apex: 0 is the apex itself.
     for depth in 0..=below_apex {
@@ -79,13 +78,13 @@ pub(crate) fn find<'z>(zone: &'z Zone, name: &Name, lower: &[u8], qtype: Rtype) 
         let node = if depth == 0 {
             zone.apex_node()
         } else {
-            lower_wire
+            lower
                 .get(start..)
                 .and_then(|w| zone.node_by_lowercase_wire(w))
         };
         let Some(node) = node else {
             return match closest_encloser {
-                Some(ce) => wildcard_at(zone, lower_wire, ce),
+                Some(ce) => wildcard_at(zone, lower, ce),
                 None => Found::Broken,
             };
         };

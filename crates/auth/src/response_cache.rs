@@ -184,6 +184,8 @@ impl ResponseCache {
             }
         }
         std::hint::black_box(first);
+        // The key buffer now holds the batch's last key, not that of a
+        // query looked up before: nothing may be inserted until the next lookup.
         self.qname_len = 0;
     }
 

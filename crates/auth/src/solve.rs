@@ -32,6 +32,8 @@ pub(crate) struct Scratch {
     /// Names answered from a wildcard, with their closest encloser's offset,
     /// whose non-existence a signed answer must prove (DO answers only).
     pub(crate) wildcards: Vec<(Name, usize)>,
+    /// The lowercased copy of a followed CNAME or DNAME target with capitals.
+    pub(crate) lower: Name,
 }
 
 /// The zone that answers the name whose lowercased wire form is `lower`: the
@@ -54,10 +56,12 @@ pub(crate) fn zone_for<'z>(zones: &'z ZoneSet, lower: &[u8], qtype: Rtype) -> Op
 }
 
 /// `name` in canonical (lower) case: `name` itself when it has no capitals,
-/// as almost every query name has, otherwise a lowercased copy kept in `copy`.
-pub(crate) fn lowercased<'n>(name: &'n Name, copy: &'n mut Option<Name>) -> &'n Name {
+/// as almost every query name has, otherwise a lowercased copy written into
+/// `copy`, a buffer kept between queries.
+pub(crate) fn lowercased<'n>(name: &'n Name, copy: &'n mut Name) -> &'n Name {
     if name.has_uppercase() {
-        copy.insert(name.to_lowercase())
+        copy.assign_lowercase(name);
+        copy
     } else {
         name
     }
@@ -106,9 +110,8 @@ pub(crate) fn answer_in_zone(
     let mut followed: Option<Name> = None;
     loop {
         let name = followed.as_ref().unwrap_or(qname);
-        let mut lower_copy = None;
         let lower = match followed {
-            Some(_) => lowercased(name, &mut lower_copy),
+            Some(_) => lowercased(name, &mut scratch.lower),
             None => qname_lower,
         };
         let next = match lookup::find(zone, name, lower.as_wire(), qtype) {

@@ -60,19 +60,13 @@ impl Name {
 
     /// Validates an uncompressed wire-format name that fills `bytes` exactly.
     pub fn from_wire(bytes: &[u8]) -> Result<Name, NameError> {
-        let mut r = Reader::new(bytes);
-        let name = Name::read_uncompressed(&mut r).map_err(|e| match e {
-            WireError::BadName { reason, .. } => reason,
-            _ => NameError::Truncated,
-        })?;
-        if !r.is_empty() {
-            return Err(NameError::TrailingData);
-        }
+        let mut name = Name::root();
+        name.assign_wire(bytes)?;
         Ok(name)
     }
 
     /// Makes this name a copy of `wire`, an uncompressed wire-format name that
-    /// fills it exactly, checked as [`Name::from_wire`] checks it. Reuses this
+    /// fills it exactly (as [`Name::from_wire`] takes it). Reuses this
     /// name's storage and writes only the name's octets, where building a new
     /// `Name` writes all of its 256: for a hot path that keeps one around.
     pub fn assign_wire(&mut self, wire: &[u8]) -> Result<(), NameError> {
@@ -540,7 +534,8 @@ pub(crate) fn walk_compressed(
 }
 
 /// Checks that `wire` is exactly one uncompressed wire-format name, with the
-/// errors [`Name::read_uncompressed`] gives, without copying it.
+/// errors [`Name::read_uncompressed`] gives (then `TrailingData` for octets
+/// after the root), without copying it.
 fn check_uncompressed(wire: &[u8]) -> Result<(), NameError> {
     let mut pos = 0usize;
     loop {
