@@ -200,3 +200,56 @@ fn a_data_edge_cases_read_as_the_standard_ipv4_parser_does() {
         assert_eq!(ours, std, "{text}");
     }
 }
+
+proptest! {
+    /// AAAA data is read by bulwark's own reader for plain hexadecimal
+    /// groups and by the standard library's otherwise; together they must
+    /// accept exactly what `Ipv6Addr` accepts, with the same value.
+    #[test]
+    fn aaaa_data_reads_as_the_standard_ipv6_parser_does(
+        text in "[0-9a-fA-F:]{0,41}|([0-9a-fA-F]{1,5}:{1,2}){1,9}[0-9a-fA-F]{0,5}|:{0,2}([0-9a-f]{1,4}:){0,8}[0-9.]{0,16}"
+    ) {
+        let ours = Rdata::from_text(Rtype::AAAA, &text, &Name::root()).ok();
+        let std = text.parse::<std::net::Ipv6Addr>().ok().map(Rdata::Aaaa);
+        prop_assert_eq!(ours, std, "{}", text);
+    }
+}
+
+#[test]
+fn aaaa_data_edge_cases_read_as_the_standard_ipv6_parser_does() {
+    for text in [
+        "::",
+        "::1",
+        "1::",
+        "1:2:3:4:5:6:7:8",
+        "1:2:3:4:5:6:7::",
+        "::2:3:4:5:6:7:8",
+        "1:2:3:4:5:6:7:8::",
+        "::1:2:3:4:5:6:7:8",
+        "1:2:3:4::5:6:7:8",
+        "1:2:3:4:5:6:7",
+        "1:2:3:4:5:6:7:8:9",
+        "2001:db8::1",
+        "2001:DB8:0:0:0:0:0:1",
+        "2001:db8::1::2",
+        ":::",
+        "1:::2",
+        ":1::2",
+        "1::2:",
+        "12345::",
+        "0000:0000:0000:0000:0000:0000:0000:0000",
+        "00000::",
+        "::ffff:192.0.2.1",
+        "1:2:3:4:5:6:192.0.2.1",
+        "::192.0.2.01",
+        "g::",
+        "",
+        ":",
+        "1:",
+        ":1",
+    ] {
+        let ours = Rdata::from_text(Rtype::AAAA, text, &Name::root()).ok();
+        let std = text.parse::<std::net::Ipv6Addr>().ok().map(Rdata::Aaaa);
+        assert_eq!(ours, std, "{text}");
+    }
+}
