@@ -187,17 +187,45 @@ impl Name {
     /// trailing dot for absolute names; relative names are completed with `origin`.
     /// `@` is a zone-file convention and is handled by the zone parser, not here.
     pub fn from_presentation(text: &[u8], origin: Option<&Name>) -> Result<Name, NameError> {
+        let mut name = Name::root();
+        name.assign_presentation(text, origin)?;
+        Ok(name)
+    }
+
+    /// Makes this name the one `text` gives in presentation format (as
+    /// [`Name::from_presentation`] reads it), writing only the name's octets
+    /// into the storage it has: a zone file's parser reads every owner into
+    /// one name this way instead of building and moving a fresh 256-octet
+    /// value per record. On an error the name is the root.
+    pub fn assign_presentation(
+        &mut self,
+        text: &[u8],
+        origin: Option<&Name>,
+    ) -> Result<(), NameError> {
+        let result = self.write_presentation(text, origin);
+        if result.is_err() {
+            self.len = 1;
+            if let Some(b) = self.buf.first_mut() {
+                *b = 0;
+            }
+        }
+        result
+    }
+
+    fn write_presentation(&mut self, text: &[u8], origin: Option<&Name>) -> Result<(), NameError> {
         if text == b"." {
-            return Ok(Name::root());
+            self.len = 1;
+            *self.buf.first_mut().ok_or(NameError::NameTooLong)? = 0;
+            return Ok(());
         }
         if text.is_empty() {
             return Err(NameError::EmptyLabel);
         }
-        let mut name = Name {
-            len: 0,
-            buf: [0; MAX_NAME_LEN],
-        };
-        let mut label = [0u8; MAX_LABEL_LEN];
+        // The label being read sits at `start` (its length octet) and after;
+        // its octets are written in place. Octets past the storage are
+        // counted, not written: the label's end reports the name too long,
+        // unless the label proves too long first.
+        let mut start = 0usize;
         let mut llen = 0usize;
         let mut absolute = false;
         let mut i = 0usize;
@@ -208,7 +236,7 @@ impl Name {
                     if llen == 0 {
                         return Err(NameError::EmptyLabel);
                     }
-                    name.push_label_unchecked_len(label.get(..llen).unwrap_or(&[]))?;
+                    start = self.close_label(start, llen)?;
                     llen = 0;
                     if i == text.len() {
                         absolute = true;
@@ -222,20 +250,48 @@ impl Name {
                 }
                 c => c,
             };
-            let slot = label.get_mut(llen).ok_or(NameError::LabelTooLong)?;
-            *slot = byte;
+            if llen == MAX_LABEL_LEN {
+                return Err(NameError::LabelTooLong);
+            }
             llen = llen.saturating_add(1);
+            if let Some(slot) = self.buf.get_mut(start.saturating_add(llen)) {
+                *slot = byte;
+            }
         }
         if llen > 0 {
-            name.push_label_unchecked_len(label.get(..llen).unwrap_or(&[]))?;
+            start = self.close_label(start, llen)?;
         }
         if absolute {
-            name.push_label_unchecked_len(&[])?;
-            return Ok(name);
+            self.close_label(start, 0)?;
+            return Ok(());
         }
         let origin = origin.ok_or(NameError::Relative)?;
-        name.push_raw(origin.as_wire())?;
-        Ok(name)
+        self.len = u8::try_from(start).map_err(|_| NameError::NameTooLong)?;
+        self.push_raw(origin.as_wire())
+    }
+
+    /// Writes the length octet of the `llen`-octet label at `start`, whose
+    /// octets are in place, and returns where the next label starts.
+    fn close_label(&mut self, start: usize, llen: usize) -> Result<usize, NameError> {
+        let end = start
+            .checked_add(1)
+            .and_then(|s| s.checked_add(llen))
+            .filter(|&e| e <= MAX_NAME_LEN)
+            .ok_or(NameError::NameTooLong)?;
+        let len = u8::try_from(llen).map_err(|_| NameError::LabelTooLong)?;
+        *self.buf.get_mut(start).ok_or(NameError::NameTooLong)? = len;
+        self.len = u8::try_from(end).map_err(|_| NameError::NameTooLong)?;
+        Ok(end)
+    }
+
+    /// Makes this name a copy of `other`, writing only its octets (a clone
+    /// copies all 256).
+    pub fn assign(&mut self, other: &Name) {
+        let n = usize::from(other.len);
+        if let (Some(dst), Some(src)) = (self.buf.get_mut(..n), other.buf.get(..n)) {
+            dst.copy_from_slice(src);
+            self.len = other.len;
+        }
     }
 
     /// Uncompressed wire form, including the root label.
@@ -705,6 +761,106 @@ mod tests {
         clippy::arithmetic_side_effects
     )]
     use super::*;
+
+    /// `Name::from_presentation` as it was before it wrote in place: the
+    /// in-place reader must give the same name, or the same error, for any text.
+    fn reference_from_presentation(text: &[u8], origin: Option<&Name>) -> Result<Name, NameError> {
+        if text == b"." {
+            return Ok(Name::root());
+        }
+        if text.is_empty() {
+            return Err(NameError::EmptyLabel);
+        }
+        let mut name = Name {
+            len: 0,
+            buf: [0; MAX_NAME_LEN],
+        };
+        let mut label = [0u8; MAX_LABEL_LEN];
+        let mut llen = 0usize;
+        let mut absolute = false;
+        let mut i = 0usize;
+        while let Some(&c) = text.get(i) {
+            i = i.saturating_add(1);
+            let byte = match c {
+                b'.' => {
+                    if llen == 0 {
+                        return Err(NameError::EmptyLabel);
+                    }
+                    name.push_label_unchecked_len(label.get(..llen).unwrap_or(&[]))?;
+                    llen = 0;
+                    if i == text.len() {
+                        absolute = true;
+                    }
+                    continue;
+                }
+                b'\\' => {
+                    let (b, used) = parse_escape(text.get(i..).unwrap_or(&[]))?;
+                    i = i.saturating_add(used);
+                    b
+                }
+                c => c,
+            };
+            let slot = label.get_mut(llen).ok_or(NameError::LabelTooLong)?;
+            *slot = byte;
+            llen = llen.saturating_add(1);
+        }
+        if llen > 0 {
+            name.push_label_unchecked_len(label.get(..llen).unwrap_or(&[]))?;
+        }
+        if absolute {
+            name.push_label_unchecked_len(&[])?;
+            return Ok(name);
+        }
+        let origin = origin.ok_or(NameError::Relative)?;
+        name.push_raw(origin.as_wire())?;
+        Ok(name)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn assign_presentation_reads_as_the_reference_did(
+            text in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'B', b'.', b'\\', b'1', b'2', b'9', b'-', b'*', b' ']),
+                0..300,
+            ),
+            relative in proptest::bool::ANY,
+            dirty in proptest::bool::ANY,
+        ) {
+            let origin = Name::from_presentation(b"example.org.", None).unwrap();
+            let origin = relative.then_some(&origin);
+            let mut name = if dirty {
+                Name::from_presentation(&[[b'x'; 60].as_slice(); 3].join(&b'.'), Some(&Name::root())).unwrap()
+            } else {
+                Name::root()
+            };
+            let ours = name.assign_presentation(&text, origin).map(|()| name.clone());
+            let reference = reference_from_presentation(&text, origin);
+            proptest::prop_assert_eq!(ours, reference);
+            if name.as_wire() != b"\0" {
+                proptest::prop_assert_eq!(Name::from_wire(name.as_wire()), Ok(name));
+            }
+        }
+
+        #[test]
+        fn long_labels_and_names_fail_as_the_reference_did(
+            labels in proptest::collection::vec(1usize..70, 1..8),
+            absolute in proptest::bool::ANY,
+        ) {
+            let mut text = Vec::new();
+            for (i, n) in labels.iter().enumerate() {
+                if i > 0 {
+                    text.push(b'.');
+                }
+                text.extend(std::iter::repeat_n(b'a', *n));
+            }
+            if absolute {
+                text.push(b'.');
+            }
+            let origin = Name::from_presentation(&[b'o'; 60], Some(&Name::root())).unwrap();
+            let ours = Name::from_presentation(&text, Some(&origin));
+            proptest::prop_assert_eq!(ours, reference_from_presentation(&text, Some(&origin)));
+        }
+    }
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()

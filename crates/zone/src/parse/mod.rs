@@ -156,6 +156,11 @@ struct Parser<'s> {
     /// Where finished records go.
     sink: &'s mut dyn FnMut(&Record),
     state: State,
+    /// The record being read. One record, filled in place entry after entry,
+    /// is handed to the sink: building a fresh one (an owner name and record
+    /// data of several hundred octets) and moving it through the parse
+    /// was a tenth of a large zone's parse.
+    record: Record,
 }
 
 /// Everything a parse carries from one entry to the next, apart from where the
@@ -210,10 +215,19 @@ fn lossy(text: &[u8]) -> String {
 
 /// A name field: `@` is the origin, anything else is relative to it unless it ends in a dot.
 fn name_field(text: &[u8], origin: &Name) -> Result<Name, String> {
+    let mut name = Name::root();
+    read_name_field(&mut name, text, origin)?;
+    Ok(name)
+}
+
+/// [`name_field`] into a name that is already there (see
+/// [`Name::assign_presentation`]).
+fn read_name_field(into: &mut Name, text: &[u8], origin: &Name) -> Result<(), String> {
     if text == b"@" {
-        return Ok(origin.clone());
+        into.assign(origin);
+        return Ok(());
     }
-    Name::from_presentation(text, Some(origin))
+    into.assign_presentation(text, Some(origin))
         .map_err(|e| format!("bad name \"{}\": {e}", lossy(text)))
 }
 
@@ -242,6 +256,15 @@ impl<'s> Parser<'s> {
             rdata_parser,
             sink,
             state,
+            record: Record {
+                owner: Name::root(),
+                class: Class::IN,
+                ttl: 0,
+                rdata: Rdata::Unknown {
+                    rtype: Rtype(0),
+                    data: Vec::new(),
+                },
+            },
         }
     }
 
@@ -276,18 +299,18 @@ impl<'s> Parser<'s> {
         }
     }
 
-    /// Hands a finished record on, or holds it back (see `Parser::held`).
-    /// `untimed` says that it gave no TTL and had none to take.
-    fn emit(&mut self, mut record: Record, untimed: bool) {
+    /// Hands the finished record on, or holds a copy back (see
+    /// `Parser::held`). `untimed` says that it gave no TTL and had none to take.
+    fn emit(&mut self, untimed: bool) {
         match self.state.soa_minimum {
             None if untimed || !self.state.held.is_empty() => {
-                self.state.held.push((record, untimed))
+                self.state.held.push((self.record.clone(), untimed))
             }
             Some(minimum) if untimed => {
-                record.ttl = minimum;
-                (self.sink)(&record);
+                self.record.ttl = minimum;
+                (self.sink)(&self.record);
             }
-            _ => (self.sink)(&record),
+            _ => (self.sink)(&self.record),
         }
     }
 
@@ -407,8 +430,8 @@ impl<'s> Parser<'s> {
         if !entry.starts_blank && !first.quoted && first.text.first() == Some(&b'$') {
             return self.directive(entry, file);
         }
-        let (owner, rest) = if entry.starts_blank {
-            let Some(owner) = file.last_owner.clone() else {
+        let rest = if entry.starts_blank {
+            let Some(owner) = &file.last_owner else {
                 file.used_owner_from_before |= file.owner_from_before;
                 return self.report(
                     file,
@@ -416,14 +439,18 @@ impl<'s> Parser<'s> {
                     "no owner name: a line starting with a blank repeats the previous owner, and there is none",
                 );
             };
-            (owner, entry.tokens.as_slice())
+            self.record.owner.assign(owner);
+            entry.tokens.as_slice()
         } else {
             // A quoted owner is read like an unquoted one, as BIND does.
-            match name_field(first.text, &file.origin) {
-                Ok(owner) => {
-                    file.last_owner = Some(owner.clone());
+            match read_name_field(&mut self.record.owner, first.text, &file.origin) {
+                Ok(()) => {
+                    match &mut file.last_owner {
+                        Some(last) => last.assign(&self.record.owner),
+                        None => file.last_owner = Some(self.record.owner.clone()),
+                    }
                     file.owner_from_before = false;
-                    (owner, entry.tokens.get(1..).unwrap_or(&[]))
+                    entry.tokens.get(1..).unwrap_or(&[])
                 }
                 Err(message) => return self.report(file, first.pos, format!("owner: {message}")),
             }
@@ -448,7 +475,7 @@ impl<'s> Parser<'s> {
             &spilled
         };
         let position = |i: usize| data.get(i).map(|t| t.pos);
-        self.add_record(file, owner, head, fields, &position, entry.end, first.pos);
+        self.add_record(file, head, fields, &position, entry.end, first.pos);
     }
 
     /// Reads `[TTL] [class] type` (TTL and class in either order, RFC 1035 §5.1).
@@ -540,21 +567,20 @@ impl<'s> Parser<'s> {
         })
     }
 
-    /// Parses the data fields and stores the record. `position` gives a
-    /// field's position for diagnostics; `end` is where a missing field would go.
-    #[allow(clippy::too_many_arguments)]
+    /// Parses the data fields of the record whose owner is in `self.record`
+    /// and hands the record on. `position` gives a field's position for
+    /// diagnostics; `end` is where a missing field would go.
     fn add_record(
         &mut self,
         file: &FileState,
-        owner: Name,
         head: Head,
         fields: &[Field<'_>],
         position: &dyn Fn(usize) -> Option<Pos>,
         end: Pos,
         at: Pos,
     ) {
-        let rdata = match (self.rdata_parser)(head.rtype, fields, &file.origin) {
-            Ok(r) => r,
+        match (self.rdata_parser)(head.rtype, fields, &file.origin) {
+            Ok(r) => self.record.rdata = r,
             Err(e) => {
                 let pos = position(e.field).unwrap_or(end);
                 let message = format!(
@@ -565,9 +591,9 @@ impl<'s> Parser<'s> {
                 );
                 return self.report(file, pos, message);
             }
-        };
+        }
         if head.rtype == Rtype::SOA && self.state.soa_minimum.is_none() {
-            self.state.soa_minimum = soa_minimum(&rdata);
+            self.state.soa_minimum = soa_minimum(&self.record.rdata);
             if let Some(minimum) = self.state.soa_minimum {
                 self.release(minimum);
             }
@@ -593,13 +619,9 @@ impl<'s> Parser<'s> {
                 "no TTL: the record gives none, and there is no $TTL, earlier TTL or SOA to take one from (RFC 2308 §4)",
             ));
         }
-        let record = Record {
-            owner,
-            class: head.class,
-            ttl: ttl.unwrap_or(0),
-            rdata,
-        };
-        self.emit(record, ttl.is_none());
+        self.record.class = head.class;
+        self.record.ttl = ttl.unwrap_or(0);
+        self.emit(ttl.is_none());
     }
 
     fn directive(&mut self, entry: &Entry<'_>, file: &mut FileState) {
@@ -736,14 +758,11 @@ impl<'s> Parser<'s> {
         };
         let errors_before = self.state.diagnostics.len();
         for value in range.values() {
-            let owner =
-                generate::expand(lhs.text, value).and_then(|text| name_field(&text, &file.origin));
-            let owner = match owner {
-                Ok(o) => o,
-                Err(message) => {
-                    return self.report(file, lhs.pos, format!("$GENERATE owner: {message}"))
-                }
-            };
+            let owner = generate::expand(lhs.text, value)
+                .and_then(|text| read_name_field(&mut self.record.owner, &text, &file.origin));
+            if let Err(message) = owner {
+                return self.report(file, lhs.pos, format!("$GENERATE owner: {message}"));
+            }
             let mut text = Vec::new();
             for (n, t) in rhs.iter().enumerate() {
                 let expanded = match generate::expand(t.text, value) {
@@ -779,15 +798,7 @@ impl<'s> Parser<'s> {
                 }
             };
             let fields: Vec<Field<'_>> = tokens.iter().map(field_of).collect();
-            self.add_record(
-                file,
-                owner,
-                head,
-                &fields,
-                &|_| Some(rhs_pos),
-                rhs_pos,
-                lhs.pos,
-            );
+            self.add_record(file, head, &fields, &|_| Some(rhs_pos), rhs_pos, lhs.pos);
             if self.state.diagnostics.len() > errors_before {
                 // One bad iteration is enough to show the template is wrong.
                 return;
