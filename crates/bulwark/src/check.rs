@@ -18,7 +18,7 @@ pub fn check_zone(origin: &str, file: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match read_zone_file(&origin, file) {
+    match read_zone_file(&origin, file, usize::MAX) {
         Ok(loaded) => {
             // Warnings do not stop a zone from loading: shown, exit status 0.
             for w in loaded.warning_lines(&file.display().to_string()) {
@@ -68,7 +68,7 @@ pub fn check_config(file: &Path) -> ExitCode {
         if z.replication.is_secondary() && !path.exists() {
             continue;
         }
-        if let Err(e) = read_zone_file(&z.origin, path) {
+        if let Err(e) = read_zone_file(&z.origin, path, usize::MAX) {
             failed = failed.saturating_add(1);
             for p in &e.problems {
                 eprintln!("{p}");

@@ -419,6 +419,17 @@ fn freeze_set(set: &[Entry], arena: &[u8], problems: &mut Vec<Problem>) -> Optio
     Some(RRset::from_rdatas(rtype, ttl, sorted))
 }
 
+/// A zone as [`Zone::build_keeping_warnings`] built it (or, with no zone,
+/// why it could not), with what the checks found.
+#[derive(Debug, Clone)]
+pub struct Built<Z = Zone> {
+    pub zone: Z,
+    /// Errors and the warnings kept, sorted by owner.
+    pub problems: Vec<Problem>,
+    /// Warnings found but not kept.
+    pub unkept_warnings: usize,
+}
+
 /// The RFC 4034 §6.2 canonical form of wire-form rdata (embedded names of the
 /// listed types lowercased; malformed rdata compared as it is), by which
 /// RRsets are ordered and deduplicated. It lives in proto next to the typed
@@ -449,16 +460,54 @@ impl Zone {
         builder: ZoneBuilder,
         fork: &impl Fork,
     ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        match Zone::build_keeping_warnings(builder, fork, usize::MAX) {
+            Ok(built) => Ok((built.zone, built.problems)),
+            Err(built) => Err(built.problems),
+        }
+    }
+
+    /// [`Zone::build_from_with`], keeping every error but only the first
+    /// `warnings` warnings in zone order and counting the rest, so that a
+    /// caller showing only a few pays no message for each of the others.
+    /// `Err` when there is an error, with the problems kept.
+    pub fn build_keeping_warnings(
+        builder: ZoneBuilder,
+        fork: &impl Fork,
+        warnings: usize,
+    ) -> Result<Built, Built<()>> {
         let (zone, built) = builder.finish_with(fork);
         // The builder's problems (usually none) join the checks' (possibly one
         // per name), and all are sorted once.
-        let mut problems = unsorted_problems(&zone, fork);
+        let found = unsorted_problems(&zone, fork, warnings);
+        let mut problems = found.problems;
         problems.extend(built);
         sort_problems(&mut problems);
+        // Each half of the zone kept up to `warnings`: keep the first ones.
+        let mut room = warnings;
+        let mut unkept = found.unkept;
+        problems.retain(|p| match (p.is_error(), room.checked_sub(1)) {
+            (true, _) => true,
+            (false, Some(left)) => {
+                room = left;
+                true
+            }
+            (false, None) => {
+                unkept = unkept.saturating_add(1);
+                false
+            }
+        });
         if problems.iter().any(Problem::is_error) {
-            return Err(problems);
+            return Err(Built {
+                zone: (),
+                problems,
+                unkept_warnings: unkept,
+            });
         }
-        Ok((zone, problems))
+        Ok(Built {
+            zone,
+            problems,
+            unkept_warnings: unkept,
+        })
     }
 }
 

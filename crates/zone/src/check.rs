@@ -112,15 +112,74 @@ pub fn check_zone(zone: &Zone) -> Vec<Problem> {
 /// [`check_zone`], with the per-node checks of each half of the zone run
 /// through `fork`.
 pub fn check_zone_with(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
-    let mut out = unsorted_problems(zone, fork);
+    let mut out = unsorted_problems(zone, fork, usize::MAX).problems;
     sort_problems(&mut out);
     out
 }
 
-/// The problems [`check_zone_with`] finds, in no particular order: a caller
-/// adding its own sorts all of them once.
-pub(crate) fn unsorted_problems(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
-    let mut out = Vec::new();
+/// What the checks found: every error, and the warnings up to a number, the
+/// rest only counted. A zone can have a warning at most of its names (an MX
+/// target without an address, say); the server logs a few and a count, and
+/// formatting a message for each of the others was a fifth of loading such a
+/// zone.
+pub(crate) struct Findings {
+    pub problems: Vec<Problem>,
+    /// How many more warnings are kept in full.
+    room: usize,
+    /// Warnings found once there was no more room.
+    pub unkept: usize,
+}
+
+impl Findings {
+    pub fn new(room: usize) -> Findings {
+        Findings {
+            problems: Vec::new(),
+            room,
+            unkept: 0,
+        }
+    }
+
+    /// Keeps `problem`; a warning only while there is room.
+    pub fn push(&mut self, problem: Problem) {
+        if problem.is_error() {
+            self.problems.push(problem);
+        } else if let Some(room) = self.room.checked_sub(1) {
+            self.room = room;
+            self.problems.push(problem);
+        } else {
+            self.unkept = self.unkept.saturating_add(1);
+        }
+    }
+
+    /// A warning about `owner` (wire form), its message made only when kept.
+    fn warning(&mut self, owner: &[u8], rtype: Option<Rtype>, message: impl FnOnce() -> String) {
+        match self.room.checked_sub(1) {
+            Some(room) => {
+                self.room = room;
+                self.problems
+                    .push(Problem::warning(&name_of(owner), rtype, message()));
+            }
+            None => self.unkept = self.unkept.saturating_add(1),
+        }
+    }
+
+    /// Adds what a check of a later part of the zone found.
+    fn absorb(&mut self, mut later: Findings) {
+        // Onto the longer list: the order is the sort's business.
+        if later.problems.len() > self.problems.len() {
+            core::mem::swap(&mut self.problems, &mut later.problems);
+        }
+        self.problems.append(&mut later.problems);
+        self.unkept = self.unkept.saturating_add(later.unkept);
+    }
+}
+
+/// The problems [`check_zone_with`] finds, in no particular order (a caller
+/// adding its own sorts all of them once), with up to `warnings` warnings
+/// kept from each half of the zone (see [`Findings`]): a caller wanting the
+/// first few in zone order sorts and keeps those.
+pub(crate) fn unsorted_problems(zone: &Zone, fork: &impl Fork, warnings: usize) -> Findings {
+    let mut out = Findings::new(warnings);
     let apex = zone.apex().clone();
     // Only IN zones are answered (the answering engine serves IN data and the CH
     // identity names); a CH, NONE or ANY zone would otherwise be served as IN.
@@ -147,16 +206,15 @@ pub(crate) fn unsorted_problems(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
         ));
     }
     let half = zone.node_count().div_ceil(2);
-    let (mut first, second) = join_if_large(
+    let (first, second) = join_if_large(
         fork,
         zone.node_count(),
-        || check_nodes(zone, zone.raw_nodes().take(half)),
-        || check_nodes(zone, zone.raw_nodes().skip(half)),
+        || check_nodes(zone, zone.raw_nodes().take(half), warnings),
+        || check_nodes(zone, zone.raw_nodes().skip(half), warnings),
     );
-    // Onto the longest list: a zone can have a warning for most of its names.
-    first.append(&mut out);
-    first.extend(second);
-    first
+    out.absorb(first);
+    out.absorb(second);
+    out
 }
 
 /// The checks of each node in `nodes` that look at one node (and what it
@@ -164,8 +222,9 @@ pub(crate) fn unsorted_problems(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
 fn check_nodes<'z>(
     zone: &'z Zone,
     nodes: impl Iterator<Item = (&'z [u8], &'z Node)>,
-) -> Vec<Problem> {
-    let mut out = Vec::new();
+    warnings: usize,
+) -> Findings {
+    let mut out = Findings::new(warnings);
     let apex_wire = zone.apex().as_wire();
     let apex_dname = zone.apex_node().is_some_and(|n| n.has(Rtype::DNAME));
     for (key, node) in nodes {
@@ -197,11 +256,9 @@ fn check_nodes<'z>(
         } else if node.has(Rtype::DS) {
             // RFC 4035 §2.4: the parent holds DS at the cut; anywhere else
             // (the apex included) it is never used.
-            out.push(Problem::warning(
-                &name_of(owner),
-                Some(Rtype::DS),
-                "DS belongs at a delegation point, in the parent zone (RFC 4035 §2.4)",
-            ));
+            out.warning(owner, Some(Rtype::DS), || {
+                "DS belongs at a delegation point, in the parent zone (RFC 4035 §2.4)".into()
+            });
         }
         check_targets(zone, owner, node, &mut out);
     }
@@ -224,7 +281,7 @@ pub(crate) fn sort_problems(problems: &mut [Problem]) {
     });
 }
 
-fn check_apex(owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
+fn check_apex(owner: &[u8], node: &Node, out: &mut Findings) {
     match node.rrset(Rtype::SOA).map(|s| s.len()) {
         None | Some(0) => out.push(Problem::error(
             &name_of(owner),
@@ -247,7 +304,7 @@ fn check_apex(owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
     }
 }
 
-fn check_cname(owner: &[u8], node: &Node, is_apex: bool, out: &mut Vec<Problem>) {
+fn check_cname(owner: &[u8], node: &Node, is_apex: bool, out: &mut Findings) {
     let Some(cname) = node.rrset(Rtype::CNAME) else {
         return;
     };
@@ -284,22 +341,20 @@ fn check_cname(owner: &[u8], node: &Node, is_apex: bool, out: &mut Vec<Problem>)
 
 /// RFC 4592 §4.2 and §4.4: NS and DNAME at a wildcard owner have no defined
 /// meaning; servers differ.
-fn check_wildcard(owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
+fn check_wildcard(owner: &[u8], node: &Node, out: &mut Findings) {
     if owner.get(..2) != Some(&[1, b'*']) {
         return;
     }
     for (rtype, section) in [(Rtype::NS, "§4.2"), (Rtype::DNAME, "§4.4")] {
         if node.has(rtype) {
-            out.push(Problem::warning(
-                &name_of(owner),
-                Some(rtype),
-                format!("{rtype} at a wildcard name has no defined meaning (RFC 4592 {section})"),
-            ));
+            out.warning(owner, Some(rtype), || {
+                format!("{rtype} at a wildcard name has no defined meaning (RFC 4592 {section})")
+            });
         }
     }
 }
 
-fn check_dname(owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
+fn check_dname(owner: &[u8], node: &Node, out: &mut Findings) {
     if let Some(dname) = node.rrset(Rtype::DNAME) {
         if dname.len() > 1 {
             out.push(Problem::error(
@@ -324,7 +379,7 @@ fn check_occlusion(
     key: &[u8],
     node: &Node,
     apex_dname: bool,
-    out: &mut Vec<Problem>,
+    out: &mut Findings,
 ) -> bool {
     let apex_len = zone.apex().wire_len();
     // The highest occluding ancestor decides: walk all strict ancestors within the zone.
@@ -348,45 +403,41 @@ fn check_occlusion(
     let Some((anc, kind)) = found else {
         return false;
     };
-    let at = Name::from_wire(anc).unwrap_or_default();
+    let at = || Name::from_wire(anc).unwrap_or_default();
     if kind == Rtype::DNAME {
-        let types = type_list(node, |_| true);
-        out.push(Problem::warning(
-            &name_of(key),
-            None,
-            format!("{types} occluded by the DNAME at {at}: never served (RFC 6672 §2.3)"),
-        ));
-    } else {
-        let types = type_list(node, |t| !GLUE.contains(&t));
-        if !types.is_empty() {
-            out.push(Problem::warning(
-            &name_of(key),
-                None,
-                format!(
-                    "{types} below the delegation at {at} is not glue: never served (RFC 1034 §4.2.1)"
-                ),
-            ));
-        }
+        out.warning(key, None, || {
+            let types = type_list(node, |_| true);
+            format!(
+                "{types} occluded by the DNAME at {}: never served (RFC 6672 §2.3)",
+                at()
+            )
+        });
+    } else if node.rrsets().iter().any(|s| !GLUE.contains(&s.rtype())) {
+        out.warning(key, None, || {
+            let types = type_list(node, |t| !GLUE.contains(&t));
+            format!(
+                "{types} below the delegation at {} is not glue: never served (RFC 1034 §4.2.1)",
+                at()
+            )
+        });
     }
     true
 }
 
 /// Data at a delegation point other than NS, DS and glue belongs to the child.
-fn check_cut_contents(owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
-    let types = type_list(node, |t| !AT_CUT.contains(&t));
-    if !types.is_empty() {
-        out.push(Problem::warning(
-            &name_of(owner),
-            None,
-            format!("{types} at a delegation point belongs to the child zone: never served (RFC 1034 §4.2.1)"),
-        ));
+fn check_cut_contents(owner: &[u8], node: &Node, out: &mut Findings) {
+    if node.rrsets().iter().any(|s| !AT_CUT.contains(&s.rtype())) {
+        out.warning(owner, None, || {
+            let types = type_list(node, |t| !AT_CUT.contains(&t));
+            format!("{types} at a delegation point belongs to the child zone: never served (RFC 1034 §4.2.1)")
+        });
     }
 }
 
 /// NS targets need addresses when this zone is the one to give them
 /// (RFC 1034 §4.2.1 glue); NS, MX and SRV targets must not be aliases
 /// (RFC 2181 §10.3); an MX or SRV target in the zone should have an address.
-fn check_targets(zone: &Zone, owner: &[u8], node: &Node, out: &mut Vec<Problem>) {
+fn check_targets(zone: &Zone, owner: &[u8], node: &Node, out: &mut Findings) {
     for set in node.rrsets() {
         let rtype = set.rtype();
         let skip = match rtype {
@@ -406,28 +457,24 @@ fn check_targets(zone: &Zone, owner: &[u8], node: &Node, out: &mut Vec<Problem>)
         targets.sort_unstable();
         targets.dedup();
         for target in &targets {
-            if let Some(problem) = check_target(zone, owner, rtype, target) {
-                out.push(problem);
-            }
+            check_target(zone, owner, rtype, target, out);
         }
     }
 }
 
-fn check_target(zone: &Zone, owner: &[u8], rtype: Rtype, target: &Name) -> Option<Problem> {
+fn check_target(zone: &Zone, owner: &[u8], rtype: Rtype, target: &Name, out: &mut Findings) {
     let (cut, under_dname) = above_target(zone, target);
     if under_dname {
         // Rewritten by the DNAME: the name the target really is lies elsewhere.
-        return None;
+        return;
     }
     let tnode = zone.node_by_lowercase_wire(target.as_wire());
     if tnode.is_some_and(|n| n.has(Rtype::CNAME)) {
-        return Some(Problem::warning(
-            &name_of(owner),
-            Some(rtype),
+        return out.warning(owner, Some(rtype), || {
             format!(
                 "{rtype} target {target} is an alias (CNAME); it must name the host itself (RFC 2181 §10.3)"
-            ),
-        ));
+            )
+        });
     }
     let has_address = match tnode {
         Some(n) => GLUE.iter().any(|t| n.has(*t)),
@@ -435,28 +482,26 @@ fn check_target(zone: &Zone, owner: &[u8], rtype: Rtype, target: &Name) -> Optio
         None => cut.is_none() && wildcard_has_address(zone, target),
     };
     if has_address {
-        return None;
+        return;
     }
     match (rtype, cut) {
-        (Rtype::NS, Some(cut)) => Some(Problem::error(
+        (Rtype::NS, Some(cut)) => out.push(Problem::error(
             &name_of(owner),
             Some(rtype),
             format!(
                 "missing glue: NS target {target} is at or below the delegation at {cut} but has no A or AAAA record (RFC 1034 §4.2.1)"
             ),
         )),
-        (Rtype::NS, None) => Some(Problem::error(
+        (Rtype::NS, None) => out.push(Problem::error(
             &name_of(owner),
             Some(rtype),
             format!("NS target {target} is in the zone but has no A or AAAA record"),
         )),
         // Below a cut the child zone answers for it.
-        (_, Some(_)) => None,
-        (_, None) => Some(Problem::warning(
-            &name_of(owner),
-            Some(rtype),
-            format!("{rtype} target {target} is in the zone but has no A or AAAA record"),
-        )),
+        (_, Some(_)) => {}
+        (_, None) => out.warning(owner, Some(rtype), || {
+            format!("{rtype} target {target} is in the zone but has no A or AAAA record")
+        }),
     }
 }
 

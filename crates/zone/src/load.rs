@@ -24,6 +24,9 @@ pub struct LoadError {
 pub struct Loaded {
     pub zone: Zone,
     pub warnings: Vec<Problem>,
+    /// Warnings found beyond the number the caller asked to keep (see
+    /// [`load_zone_file_keeping`]).
+    pub unkept_warnings: usize,
 }
 
 impl Loaded {
@@ -62,6 +65,21 @@ pub fn load_zone_file_in_parts(
     fork: &impl Fork,
     parts: usize,
 ) -> Result<Loaded, LoadError> {
+    load_zone_file_keeping(origin, path, fork, parts, usize::MAX)
+}
+
+/// Like [`load_zone_file_in_parts`], keeping only the first `warnings`
+/// warnings in zone order and counting the rest
+/// ([`Loaded::unkept_warnings`]; in a [`LoadError`], a last line): for a
+/// caller that shows only a few, a zone with a warning at most of its names
+/// then costs no message for each.
+pub fn load_zone_file_keeping(
+    origin: &Name,
+    path: &Path,
+    fork: &impl Fork,
+    parts: usize,
+    warnings: usize,
+) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
     let mut builder = ZoneBuilder::new(origin);
     parse_file_in_parts(path, origin, &mut builder, fork, parts).map_err(|diagnostics| {
@@ -69,7 +87,7 @@ pub fn load_zone_file_in_parts(
             problems: diagnostics.iter().map(ToString::to_string).collect(),
         }
     })?;
-    build(builder, &file, fork)
+    build(builder, &file, fork, warnings)
 }
 
 /// Checks and builds a zone from records already parsed out of `file` (the name
@@ -79,15 +97,35 @@ pub fn load_records(origin: &Name, records: Vec<Record>, file: &str) -> Result<L
     for r in &records {
         builder.add(r);
     }
-    build(builder, file, &InTurn)
+    build(builder, file, &InTurn, usize::MAX)
 }
 
 /// Finishes the zone and runs the load-time checks; `file` prefixes each problem.
-fn build(builder: ZoneBuilder, file: &str, fork: &impl Fork) -> Result<Loaded, LoadError> {
-    match Zone::build_from_with(builder, fork) {
-        Ok((zone, warnings)) => Ok(Loaded { zone, warnings }),
-        Err(problems) => Err(LoadError {
-            problems: problems.iter().map(|p| format!("{file}: {p}")).collect(),
+fn build(
+    builder: ZoneBuilder,
+    file: &str,
+    fork: &impl Fork,
+    warnings: usize,
+) -> Result<Loaded, LoadError> {
+    match Zone::build_keeping_warnings(builder, fork, warnings) {
+        Ok(built) => Ok(Loaded {
+            zone: built.zone,
+            warnings: built.problems,
+            unkept_warnings: built.unkept_warnings,
         }),
+        Err(built) => {
+            let mut problems: Vec<String> = built
+                .problems
+                .iter()
+                .map(|p| format!("{file}: {p}"))
+                .collect();
+            if built.unkept_warnings > 0 {
+                problems.push(format!(
+                    "{file}: and {} more warnings",
+                    built.unkept_warnings
+                ));
+            }
+            Err(LoadError { problems })
+        }
     }
 }

@@ -140,3 +140,67 @@ fn a_large_file_loads_in_parts_into_the_same_zone() {
     assert_eq!(parts.warnings, whole.warnings);
     assert_eq!(whole.warnings.len(), 1, "{:?}", whole.warnings);
 }
+
+/// A zone with a warning at many names: MX targets in the zone without an
+/// address, spread over both halves the checks split the zone into, and a
+/// builder warning (differing TTLs) in between.
+fn many_warnings_text(extra: &str) -> String {
+    let mut text = String::from(HEAD);
+    for i in 0..40 {
+        text.push_str(&format!("m{i:02} IN MX 10 nowhere{i:02}\n"));
+        text.push_str(&format!("m{i:02} IN A 192.0.2.{i}\n"));
+        if i == 20 {
+            text.push_str("ttl IN A 192.0.2.1\nttl 60 IN A 192.0.2.2\n");
+        }
+    }
+    text.push_str(extra);
+    text
+}
+
+#[test]
+fn a_load_keeping_a_few_warnings_keeps_the_first_in_zone_order_and_counts_the_rest() {
+    use bulwark_zone::load::load_zone_file_keeping;
+    let path = zone_file("keeping", &many_warnings_text(""));
+    let origin = n("example.");
+    let all = load_zone_file_with_warnings(&origin, &path).unwrap();
+    assert_eq!(all.warnings.len(), 41, "{:?}", all.warnings);
+    assert_eq!(all.unkept_warnings, 0);
+    for keep in [0, 1, 5, 30, 41, 100] {
+        let some = load_zone_file_keeping(&origin, &path, &Threads, 2, keep).unwrap();
+        let kept = keep.min(41);
+        assert_eq!(some.warnings, all.warnings[..kept], "keeping {keep}");
+        assert_eq!(some.unkept_warnings, 41 - kept, "keeping {keep}");
+        assert!(some.zone.records().eq(all.zone.records()));
+    }
+}
+
+#[test]
+fn a_failed_load_keeping_a_few_warnings_lists_every_error_and_counts_the_rest() {
+    use bulwark_zone::load::load_zone_file_keeping;
+    let path = zone_file(
+        "keeping-errors",
+        &many_warnings_text("a IN CNAME b\na IN TXT \"x\"\nz IN CNAME b\nz IN A 192.0.2.9\n"),
+    );
+    let origin = n("example.");
+    let all = load_zone_file(&origin, &path).unwrap_err();
+    let errors = all
+        .problems
+        .iter()
+        .filter(|p| !p.contains("warning:"))
+        .count();
+    assert_eq!(errors, 2, "{all}");
+    let some = load_zone_file_keeping(&origin, &path, &Threads, 2, 3).unwrap_err();
+    let (kept_errors, kept_warnings): (Vec<&String>, Vec<&String>) = some.problems
+        [..some.problems.len() - 1]
+        .iter()
+        .partition(|p| !p.contains("warning:"));
+    assert_eq!(kept_errors.len(), 2, "{some}");
+    assert_eq!(kept_warnings.len(), 3, "{some}");
+    assert!(
+        some.problems
+            .last()
+            .unwrap()
+            .ends_with(": and 38 more warnings"),
+        "{some}"
+    );
+}

@@ -43,7 +43,7 @@ impl Zones {
         }
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let started = std::time::Instant::now();
-        let loaded = match read_zone_file(&origin, &path) {
+        let loaded = match read_zone_file(&origin, &path, LOGGED_WARNINGS) {
             Ok(l) => l,
             Err(e) => {
                 for p in &e.problems {
@@ -64,7 +64,7 @@ impl Zones {
             ms = started.elapsed().as_millis(),
             "zone file read"
         );
-        log_warnings(&origin, &path, &loaded.warnings);
+        log_warnings(&origin, &path, &loaded.warnings, loaded.unkept_warnings);
         let file_serial = serial_of(&loaded.zone);
         let mut zone = loaded.zone;
         let cause = match old.as_ref().and_then(|o| o.unsigned.clone()) {
@@ -181,7 +181,8 @@ impl Zones {
                 }
             },
             None => match &spec.path {
-                Some(path) if path.exists() => match read_zone_file(&origin, path) {
+                Some(path) if path.exists() => match read_zone_file(&origin, path, LOGGED_WARNINGS)
+                {
                     Ok(l) => (Some(l.zone), Cause::File),
                     Err(e) => {
                         for p in &e.problems {
@@ -289,22 +290,28 @@ fn failed(
     )
 }
 
-/// How many of one load's warnings the log shows one by one. A generated zone
-/// can have tens of thousands of the same kind (an MX target with no address
-/// on every eighth name); logging each cost a tenth of a 1M-record load and
-/// buried everything else, and `bulwark check-zone` lists them all.
+/// How many of one load's warnings the log shows one by one; the loader keeps
+/// no more than these and counts the rest. A generated zone can have tens of
+/// thousands of the same kind (an MX target with no address on every eighth
+/// name): logging each cost a tenth of a 1M-record load and buried everything
+/// else, and formatting each a tenth more. `bulwark check-zone` lists them all.
 const LOGGED_WARNINGS: usize = 20;
 
-fn log_warnings(origin: &bulwark_proto::Name, path: &std::path::Path, warnings: &[Problem]) {
+fn log_warnings(
+    origin: &bulwark_proto::Name,
+    path: &std::path::Path,
+    warnings: &[Problem],
+    unkept: usize,
+) {
     let file = path.display();
     for w in warnings.iter().take(LOGGED_WARNINGS) {
         tracing::warn!(zone = %origin, "{file}: {w}");
     }
-    if let Some(more) = warnings
+    let more = warnings
         .len()
-        .checked_sub(LOGGED_WARNINGS)
-        .filter(|&n| n > 0)
-    {
+        .saturating_sub(LOGGED_WARNINGS)
+        .saturating_add(unkept);
+    if more > 0 {
         tracing::warn!(
             zone = %origin,
             "{file}: {more} more warnings not logged; `bulwark check-zone {origin} {file}` lists every one"

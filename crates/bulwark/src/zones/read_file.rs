@@ -7,17 +7,19 @@ use std::path::Path;
 use std::thread;
 
 use bulwark_proto::Name;
-use bulwark_zone::load::{load_zone_file_in_parts, LoadError, Loaded};
+use bulwark_zone::load::{load_zone_file_keeping, LoadError, Loaded};
 use bulwark_zone::{Fork, InTurn};
 
 /// Loads the zone file at `path`, in as many parts as this process may use
-/// cores (all in turn on this thread when that is one).
-pub fn read_zone_file(origin: &Name, path: &Path) -> Result<Loaded, LoadError> {
+/// cores (all in turn on this thread when that is one), keeping the first
+/// `warnings` warnings in zone order and counting the rest
+/// (`usize::MAX` keeps every one).
+pub fn read_zone_file(origin: &Name, path: &Path, warnings: usize) -> Result<Loaded, LoadError> {
     let parts = thread::available_parallelism().map_or(1, usize::from);
     if parts > 1 {
-        load_zone_file_in_parts(origin, path, &ScopedThreads, parts)
+        load_zone_file_keeping(origin, path, &ScopedThreads, parts, warnings)
     } else {
-        load_zone_file_in_parts(origin, path, &InTurn, 1)
+        load_zone_file_keeping(origin, path, &InTurn, 1, warnings)
     }
 }
 
