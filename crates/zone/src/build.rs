@@ -296,29 +296,29 @@ impl ZoneBuilder {
             false => merge_runs(&entries, &descents, &keys),
             true => None,
         };
-        if let Some(merged) = merged {
-            entries = merged;
-        } else if runs_unknown || !descents.is_empty() {
+        if merged.is_none() && (runs_unknown || !descents.is_empty()) {
             entries.sort_by(|a, b| a.key.cmp_in(b.key, &keys));
         }
-        // Halves that do not split an owner.
-        let mut mid = entries.len() / 2;
-        while let (Some(a), Some(b)) = (entries.get(mid.wrapping_sub(1)), entries.get(mid)) {
-            if !a.key.same(b.key, &keys) {
-                break;
-            }
-            mid = mid.saturating_add(1);
-        }
-        let (left, right) = entries.split_at(mid.min(entries.len()));
+        let in_order: Vec<&[Entry]> = match merged {
+            Some(stretches) => stretches
+                .into_iter()
+                .filter_map(|r| entries.get(r))
+                .collect(),
+            None => vec![entries.as_slice()],
+        };
+        let (left, right) = halves(&in_order, &keys);
+        let count = left.iter().chain(&right).map(|s| s.len()).sum();
         let ((mut nodes, left_problems), (right_nodes, right_problems)) = join_if_large(
             fork,
-            entries.len(),
-            || freeze_nodes(left, &keys, &arena),
-            || freeze_nodes(right, &keys, &arena),
+            count,
+            || freeze_nodes(&left, &keys, &arena),
+            || freeze_nodes(&right, &keys, &arena),
         );
         nodes.extend(right_nodes);
         problems.extend(left_problems);
         problems.extend(right_problems);
+        drop((left, right));
+        drop(in_order);
         drop(entries);
         drop(keys);
         let (zone, rejected) =
@@ -356,32 +356,37 @@ impl crate::parse::split::RecordSink for ZoneBuilder {
 const MAX_MERGED_RUNS: usize = 16;
 
 /// `entries`, made of sorted runs starting at 0 and at each of `descents`
-/// (ascending), merged stably into one sorted list, or `None` when that would
-/// not beat a sort: too many runs, or runs so interleaved that the merge
-/// would copy many short stretches.
+/// (ascending), merged stably: the stretches of `entries` that, one after the
+/// other, are in order. `None` when that would not beat a sort: too many
+/// runs, or runs so interleaved that they cut into many short stretches.
 ///
 /// Each step takes from the run with the least first owner (the earliest on
 /// a tie) every entry up to the next run's first owner, found by binary
-/// search, so a file in a few ordered stretches costs a few searches and one
-/// copy: a 1M-record file whose apex and name servers come first spent 28 ms
-/// in the sort's merge, comparing every entry.
-fn merge_runs(entries: &[Entry], descents: &[usize], keys: &[u8]) -> Option<Vec<Entry>> {
+/// search, so a file in a few ordered runs costs a few searches and moves no
+/// entry: a 1M-record file whose apex and name servers come first spent 28 ms
+/// in the sort's merge, comparing and moving every entry.
+fn merge_runs(
+    entries: &[Entry],
+    descents: &[usize],
+    keys: &[u8],
+) -> Option<Vec<core::ops::Range<usize>>> {
     if descents.len() >= MAX_MERGED_RUNS {
         return None;
     }
-    let mut runs: Vec<&[Entry]> = Vec::with_capacity(descents.len().saturating_add(1));
+    // Each run as what is left of it and where that starts in `entries`.
+    let mut runs: Vec<(&[Entry], usize)> = Vec::with_capacity(descents.len().saturating_add(1));
     let mut start = 0usize;
     for &end in descents.iter().chain(core::iter::once(&entries.len())) {
-        runs.push(entries.get(start..end)?);
+        runs.push((entries.get(start..end)?, start));
         start = end;
     }
     // Enough stretches for every run to be cut a few dozen times.
     let mut stretches_left = (entries.len() / 64).saturating_add(64);
-    let mut merged = Vec::with_capacity(entries.len());
+    let mut merged = Vec::new();
     loop {
         // The run to take from: the least first owner, earliest on a tie.
         let mut best: Option<(usize, &Entry)> = None;
-        for (i, run) in runs.iter().enumerate() {
+        for (i, (run, _)) in runs.iter().enumerate() {
             if let Some(head) = run.first() {
                 if best.is_none_or(|(_, b)| head.key.cmp_in(b.key, keys).is_lt()) {
                     best = Some((i, head));
@@ -393,9 +398,9 @@ fn merge_runs(entries: &[Entry], descents: &[usize], keys: &[u8]) -> Option<Vec<
         };
         // How far it leads: past every other run's first owner it may not
         // go; up to an equal one it may only when it comes first in the file.
-        let run = runs.get(take).copied().unwrap_or(&[]);
+        let (run, at) = runs.get(take).copied().unwrap_or((&[], 0));
         let mut len = run.len();
-        for (i, other) in runs.iter().enumerate() {
+        for (i, (other, _)) in runs.iter().enumerate() {
             let Some(head) = other.first().filter(|_| i != take) else {
                 continue;
             };
@@ -406,12 +411,50 @@ fn merge_runs(entries: &[Entry], descents: &[usize], keys: &[u8]) -> Option<Vec<
             len = len.min(run.partition_point(before));
         }
         stretches_left = stretches_left.checked_sub(1)?;
-        let (stretch, rest) = run.split_at(len.max(1).min(run.len()));
-        merged.extend_from_slice(stretch);
+        let len = len.max(1).min(run.len());
+        merged.push(at..at.saturating_add(len));
         if let Some(r) = runs.get_mut(take) {
-            *r = rest;
+            *r = (run.get(len..).unwrap_or(&[]), at.saturating_add(len));
         }
     }
+}
+
+/// The stretches `in_order` cut in two halves of about as many entries each,
+/// without splitting an owner's entries.
+fn halves<'e>(in_order: &[&'e [Entry]], keys: &[u8]) -> (Vec<&'e [Entry]>, Vec<&'e [Entry]>) {
+    let total: usize = in_order.iter().map(|s| s.len()).sum();
+    let mut want = total / 2;
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    // The owner of the last entry given to the left half.
+    let mut last: Option<KeyRange> = None;
+    for &stretch in in_order {
+        if !right.is_empty() {
+            right.push(stretch);
+            continue;
+        }
+        let mut cut = want.min(stretch.len());
+        want = want.saturating_sub(cut);
+        if let Some(e) = cut.checked_sub(1).and_then(|i| stretch.get(i)) {
+            last = Some(e.key);
+        }
+        if want == 0 {
+            // The middle: on past the owner it would split.
+            if let Some(owner) = last {
+                while stretch.get(cut).is_some_and(|e| e.key.same(owner, keys)) {
+                    cut = cut.saturating_add(1);
+                }
+            }
+        }
+        let (l, r) = stretch.split_at(cut.min(stretch.len()));
+        if !l.is_empty() {
+            left.push(l);
+            last = l.last().map(|e| e.key);
+        }
+        if !r.is_empty() {
+            right.push(r);
+        }
+    }
+    (left, right)
 }
 
 /// Where one owner's canonical key sits in [`ZoneBuilder::keys`].
@@ -455,19 +498,21 @@ impl KeyRange {
 /// The nodes of `entries` (sorted by owner), each with its RRsets frozen,
 /// and the problems found on the way.
 fn freeze_nodes<'a>(
-    entries: &[Entry],
+    in_order: &[&[Entry]],
     keys: &[u8],
     arena: &'a [u8],
 ) -> (Vec<(&'a [u8], Node)>, Vec<Problem>) {
     let mut nodes = Vec::new();
     let mut problems = Vec::new();
     let mut at_owner: Vec<Entry> = Vec::new();
-    for same_owner in entries.chunk_by(|a, b| a.key.same(b.key, keys)) {
-        let Some(owner) = same_owner.first().map(|e| e.owner(arena)) else {
-            continue;
-        };
+    let mut entries = in_order.iter().flat_map(|s| s.iter()).peekable();
+    while let Some(first) = entries.next() {
+        let owner = first.owner(arena);
         at_owner.clear();
-        at_owner.extend_from_slice(same_owner);
+        at_owner.push(*first);
+        while let Some(next) = entries.next_if(|e| e.key.same(first.key, keys)) {
+            at_owner.push(*next);
+        }
         at_owner.sort_by_key(|e| e.rtype);
         // Sized exactly: the node keeps this allocation.
         let sets = at_owner.chunk_by(|a, b| a.rtype == b.rtype);
