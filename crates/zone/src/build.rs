@@ -448,7 +448,6 @@ fn halves<'e>(in_order: &[&'e [Entry]], keys: &[u8]) -> (Vec<&'e [Entry]>, Vec<&
         let (l, r) = stretch.split_at(cut.min(stretch.len()));
         if !l.is_empty() {
             left.push(l);
-            last = l.last().map(|e| e.key);
         }
         if !r.is_empty() {
             right.push(r);

@@ -572,12 +572,8 @@ fn ipv6_hex_groups(text: &[u8]) -> Option<Ipv6Addr> {
         rest = after;
     }
     while !rest.is_empty() {
-        let digits = rest
-            .iter()
-            .take(5)
-            .take_while(|b| b.is_ascii_hexdigit())
-            .count();
-        if digits == 0 || digits > 4 {
+        let digits = rest.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        if !(1..=4).contains(&digits) {
             return None;
         }
         let (group, after) = rest.split_at_checked(digits)?;
