@@ -11,8 +11,8 @@
 //! Memory: a zone may hold millions of names, so owners are kept as lowercased
 //! wire bytes packed in one buffer (not 256-octet inline `Name`s), the hash
 //! table holds 4-octet slot numbers, a node is one boxed slice of RRsets, and an
-//! RRset packs all its rdata into one buffer. 1,000,000 single-A names take
-//! about 122 MB (NSD's `nsd-checkzone` peaks at 261 MB on the same zone).
+//! RRset packs all its rdata into one buffer, held inside the RRset when it is
+//! as small as one AAAA (no allocation, and no further cache miss to answer).
 
 use core::cmp::Ordering;
 use std::hash::BuildHasher;
@@ -34,12 +34,76 @@ const COUNT_PREFIX: usize = 4;
 
 /// One RRset: a type, a TTL and the wire-form rdata of each record, in canonical order.
 ///
-/// The rdata is packed as `count:u32` then `len:u16 bytes` per record, in one allocation.
+/// The rdata is packed as `count:u32` then `len:u16 bytes` per record. A
+/// packing of at most [`INLINE`] octets (one A, one AAAA, a short NS or
+/// CNAME target) is kept inside the RRset itself, so answering from the
+/// most common RRsets reads no memory beyond the node's RRset list: under
+/// load that read is a cache miss of its own. Larger ones take one allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RRset {
     rtype: Rtype,
     ttl: u32,
-    packed: Box<[u8]>,
+    packed: Packed,
+}
+
+/// The longest packing kept inline: a single AAAA (4 + 2 + 16 octets).
+const INLINE: usize = 22;
+
+/// Where an RRset's packed rdata lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Packed {
+    /// `len` octets at the start of `octets`; the rest are zero, so the
+    /// derived equality compares only the packing.
+    Inline {
+        len: u8,
+        octets: [u8; INLINE],
+    },
+    Heap(Box<[u8]>),
+}
+
+impl Default for Packed {
+    fn default() -> Packed {
+        Packed::Inline {
+            len: 0,
+            octets: [0; INLINE],
+        }
+    }
+}
+
+impl Packed {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Packed::Inline { len, octets } => octets.get(..usize::from(*len)).unwrap_or(&[]),
+            Packed::Heap(octets) => octets,
+        }
+    }
+}
+
+/// Writes the count and each rdata, length-prefixed, into `out`, which the
+/// caller sized for exactly that; returns whether anything was written.
+fn pack_into<'a>(rdatas: impl Iterator<Item = &'a [u8]>, out: &mut [u8]) -> bool {
+    let mut at = COUNT_PREFIX;
+    let mut count: u32 = 0;
+    for rd in rdatas {
+        let Ok(len) = u16::try_from(rd.len()) else {
+            continue;
+        };
+        let end = at.saturating_add(RDLEN_PREFIX).saturating_add(rd.len());
+        let Some((prefix, data)) = out
+            .get_mut(at..end)
+            .and_then(|o| o.split_at_mut_checked(RDLEN_PREFIX))
+        else {
+            break;
+        };
+        prefix.copy_from_slice(&len.to_be_bytes());
+        data.copy_from_slice(rd);
+        at = end;
+        count = count.saturating_add(1);
+    }
+    if let Some(head) = out.get_mut(..COUNT_PREFIX) {
+        head.copy_from_slice(&count.to_be_bytes());
+    }
+    count > 0
 }
 
 impl RRset {
@@ -62,32 +126,25 @@ impl RRset {
         let size = rdatas.clone().fold(COUNT_PREFIX, |acc, rd| {
             acc.saturating_add(RDLEN_PREFIX).saturating_add(rd.len())
         });
-        let mut packed = Vec::with_capacity(size);
-        packed.extend_from_slice(&[0u8; COUNT_PREFIX]);
-        let mut count: u32 = 0;
-        for rd in rdatas {
-            let Ok(len) = u16::try_from(rd.len()) else {
-                continue;
-            };
-            packed.extend_from_slice(&len.to_be_bytes());
-            packed.extend_from_slice(rd);
-            count = count.saturating_add(1);
-        }
-        if count == 0 {
-            return RRset {
-                rtype,
-                ttl,
-                packed: Box::default(),
-            };
-        }
-        if let Some(head) = packed.get_mut(..COUNT_PREFIX) {
-            head.copy_from_slice(&count.to_be_bytes());
-        }
-        RRset {
-            rtype,
-            ttl,
-            packed: packed.into_boxed_slice(),
-        }
+        let packed = match u8::try_from(size) {
+            Ok(len) if size <= INLINE => {
+                let mut octets = [0; INLINE];
+                if pack_into(rdatas, &mut octets) {
+                    Packed::Inline { len, octets }
+                } else {
+                    Packed::default()
+                }
+            }
+            _ => {
+                let mut octets = vec![0; size].into_boxed_slice();
+                if pack_into(rdatas, &mut octets) {
+                    Packed::Heap(octets)
+                } else {
+                    Packed::default()
+                }
+            }
+        };
+        RRset { rtype, ttl, packed }
     }
 
     pub fn rtype(&self) -> Rtype {
@@ -100,6 +157,7 @@ impl RRset {
 
     pub fn len(&self) -> usize {
         self.packed
+            .as_slice()
             .get(..COUNT_PREFIX)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
             .and_then(|b| usize::try_from(u32::from_be_bytes(b)).ok())
@@ -113,7 +171,7 @@ impl RRset {
     /// Each record's rdata, uncompressed wire form.
     pub fn rdatas(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone {
         Rdatas {
-            rest: self.packed.get(COUNT_PREFIX..).unwrap_or(&[]),
+            rest: self.packed.as_slice().get(COUNT_PREFIX..).unwrap_or(&[]),
             remaining: self.len(),
         }
     }
@@ -125,7 +183,10 @@ impl RRset {
 
     /// Bytes held by this RRset beyond its inline size, for memory accounting.
     pub fn heap_size(&self) -> usize {
-        self.packed.len()
+        match &self.packed {
+            Packed::Inline { .. } => 0,
+            Packed::Heap(octets) => octets.len(),
+        }
     }
 }
 
@@ -920,8 +981,37 @@ mod tests {
     fn nodes_and_rrsets_stay_small() {
         // Millions of these live as long as the zone: a growing size is a regression.
         assert_eq!(core::mem::size_of::<Node>(), 16);
-        assert_eq!(core::mem::size_of::<RRset>(), 24);
+        assert_eq!(core::mem::size_of::<RRset>(), 32);
         assert_eq!(core::mem::size_of::<Slot>(), 24);
+    }
+
+    #[test]
+    fn small_rrsets_are_kept_inline_and_read_back_the_same() {
+        // A packing of INLINE octets (one AAAA) stays in the RRset; one more
+        // octet goes to the heap. Both read back what went in, and equal
+        // RRsets compare equal whichever way they are held.
+        let aaaa: Box<[u8]> = (1..=16).collect();
+        let inline = RRset::new(Rtype::AAAA, 60, vec![aaaa.clone()]);
+        assert_eq!(inline.heap_size(), 0);
+        assert_eq!(inline.rdatas().collect::<Vec<_>>(), vec![&aaaa[..]]);
+        let longer: Box<[u8]> = (1..=17).collect();
+        let heap = RRset::new(Rtype::TXT, 60, vec![longer.clone()]);
+        assert_eq!(heap.heap_size(), INLINE + 1);
+        assert_eq!(heap.rdatas().collect::<Vec<_>>(), vec![&longer[..]]);
+        let two = RRset::new(Rtype::A, 5, vec![vec![1; 4].into(), vec![2; 4].into()]);
+        assert_eq!(two.heap_size(), 0);
+        assert_eq!(two.len(), 2);
+        assert_eq!(two.rdatas().nth(1), Some(&[2u8; 4][..]));
+        assert_eq!(inline, RRset::from_rdatas(Rtype::AAAA, 60, [&aaaa[..]]));
+        assert_ne!(inline, RRset::from_rdatas(Rtype::AAAA, 61, [&aaaa[..]]));
+        // Rdata too long for the wire is skipped, inline or not.
+        let huge = vec![0u8; 70_000].into_boxed_slice();
+        let only_huge = RRset::new(Rtype::TXT, 1, vec![huge.clone()]);
+        assert!(only_huge.is_empty());
+        assert_eq!(only_huge, RRset::new(Rtype::TXT, 1, Vec::new()));
+        let with_huge = RRset::new(Rtype::A, 1, vec![huge, vec![9; 4].into()]);
+        assert_eq!(with_huge.rdatas().collect::<Vec<_>>(), vec![&[9u8; 4][..]]);
+        assert_eq!(with_huge.heap_size(), 0);
     }
 
     #[test]
