@@ -250,6 +250,14 @@ impl Answerer {
         }
     }
 
+    /// Ends the batch last passed to [`Answerer::prefetch_batch`]: its
+    /// buffers may be refilled from now on.
+    pub fn end_of_batch(&mut self) {
+        if let Some(cache) = self.cache.as_mut() {
+            cache.end_batch();
+        }
+    }
+
     /// The class and imputed name (lowercase wire form) of the last response, for
     /// response rate limiting: the query name for an answer or NODATA, the zone
     /// apex for NXDOMAIN, the delegation point for a referral, `*.<encloser>`

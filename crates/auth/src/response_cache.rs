@@ -90,10 +90,18 @@ impl Slot {
     }
 }
 
-/// One cacheable query of a prefetched batch.
+/// One cacheable query of a prefetched batch, with what its lookup would
+/// work out again: the key's hash and the question name's length.
 #[derive(Debug, Clone, Copy)]
 struct Prefetched {
-    slot: usize,
+    /// Where the query's octets are, to know it again in
+    /// [`ResponseCache::lookup`]: the batch's queries are answered in order
+    /// from buffers that do not change meanwhile.
+    query_at: usize,
+    query_len: usize,
+    /// The key's first octet (transport and cookie setting).
+    key_tag: u8,
+    qname_len: usize,
     hash: u64,
 }
 
@@ -122,6 +130,8 @@ pub(crate) struct ResponseCache {
     /// The cacheable queries of the batch being prefetched (see
     /// [`ResponseCache::prefetch`]).
     batch: Vec<Prefetched>,
+    /// The first entry of `batch` not yet looked up.
+    next_prefetched: usize,
 }
 
 impl ResponseCache {
@@ -137,6 +147,7 @@ impl ResponseCache {
             hash: 0,
             draw: 0,
             batch: Vec::new(),
+            next_prefetched: 0,
         }
     }
 
@@ -153,23 +164,29 @@ impl ResponseCache {
         cookies_on: bool,
     ) {
         self.batch.clear();
+        self.next_prefetched = 0;
         for query in queries {
-            if cache_key(query, transport, cookies_on, &mut self.key).is_some() {
-                self.hash = self.hasher.hash_one(self.key.as_slice());
+            if let Some(qname_len) = cache_key(query, transport, cookies_on, &mut self.key) {
                 self.batch.push(Prefetched {
-                    slot: self.slot_index(),
-                    hash: self.hash,
+                    query_at: query.as_ptr().addr(),
+                    query_len: query.len(),
+                    key_tag: key_tag(transport, cookies_on),
+                    qname_len,
+                    hash: self.hasher.hash_one(self.key.as_slice()),
                 });
             }
         }
         let mut seen = 0u64;
         for entry in &self.batch {
-            seen ^= self.tags.get(entry.slot).map_or(0, |t| t.hash);
+            seen ^= self
+                .tags
+                .get(self.index_of(entry.hash))
+                .map_or(0, |t| t.hash);
         }
         std::hint::black_box(seen);
         let mut first = 0u8;
         for entry in &self.batch {
-            let i = entry.slot;
+            let i = self.index_of(entry.hash);
             let hit = self
                 .tags
                 .get(i)
@@ -189,10 +206,37 @@ impl ResponseCache {
         self.qname_len = 0;
     }
 
+    /// Ends the batch [`ResponseCache::prefetch`] saw: its buffers may hold
+    /// other queries from now on, so none of it may be taken for them.
+    pub(crate) fn end_batch(&mut self) {
+        self.batch.clear();
+        self.next_prefetched = 0;
+    }
+
     fn slot_index(&self) -> usize {
+        self.index_of(self.hash)
+    }
+
+    fn index_of(&self, hash: u64) -> usize {
         // The mask keeps the index below the power-of-two length.
         let mask = self.slots.len().saturating_sub(1) as u64;
-        usize::try_from(self.hash & mask).unwrap_or(0)
+        usize::try_from(hash & mask).unwrap_or(0)
+    }
+
+    /// The hash and question name length [`ResponseCache::prefetch`] found
+    /// for `query`, if it is the batch's next cacheable query (or a later
+    /// one: the handler may drop some unanswered). A query the pass did not
+    /// see is not found, and is keyed afresh; a wrong hash could only ever
+    /// make a miss, as a hit compares the whole key.
+    fn take_prefetched(&mut self, query: &[u8], key_tag: u8) -> Option<(u64, usize)> {
+        let at = query.as_ptr().addr();
+        let rest = self.batch.get(self.next_prefetched..)?;
+        let found = rest
+            .iter()
+            .position(|e| e.query_at == at && e.query_len == query.len())?;
+        self.next_prefetched = self.next_prefetched.saturating_add(found).saturating_add(1);
+        let entry = rest.get(found)?;
+        (entry.key_tag == key_tag).then_some((entry.hash, entry.qname_len))
     }
 
     /// Looks `query` up. On a hit the response, with the query's ID, is in
@@ -206,9 +250,17 @@ impl ResponseCache {
         out: &mut Vec<u8>,
     ) -> Option<Hit<'_>> {
         self.qname_len = 0;
-        let qname_len = cache_key(query, transport, cookies_on, &mut self.key)?;
-        self.qname_len = qname_len;
-        self.hash = self.hasher.hash_one(self.key.as_slice());
+        let tag = key_tag(transport, cookies_on);
+        if let Some((hash, qname_len)) = self.take_prefetched(query, tag) {
+            self.key.clear();
+            self.key.push(tag);
+            self.key.extend_from_slice(query.get(2..)?);
+            self.hash = hash;
+            self.qname_len = qname_len;
+        } else {
+            self.qname_len = cache_key(query, transport, cookies_on, &mut self.key)?;
+            self.hash = self.hasher.hash_one(self.key.as_slice());
+        }
         let index = self.slot_index();
         let tag = self.tags.get(index)?;
         if tag.hash != self.hash || tag.generation != generation || tag.generation == 0 {
@@ -332,16 +384,20 @@ fn cache_key(
     } else if !rest.is_empty() {
         return None;
     }
-    let tag = match (transport, cookies_on) {
+    key.clear();
+    key.push(key_tag(transport, cookies_on));
+    key.extend_from_slice(query.get(2..)?);
+    Some(qname_len)
+}
+
+/// The key's first octet: what besides the query's octets changes the answer.
+fn key_tag(transport: Transport, cookies_on: bool) -> u8 {
+    match (transport, cookies_on) {
         (Transport::Udp, false) => 0,
         (Transport::Udp, true) => 1,
         (Transport::Tcp, false) => 2,
         (Transport::Tcp, true) => 3,
-    };
-    key.clear();
-    key.push(tag);
-    key.extend_from_slice(query.get(2..)?);
-    Some(qname_len)
+    }
 }
 
 /// The length of the uncompressed name without capitals at the start of
@@ -436,6 +492,41 @@ mod tests {
         // A newer zone set's answers are not the prefetched ones'.
         cache.prefetch(batch.iter().copied(), Transport::Udp, false);
         assert!(!hits(&mut cache, &www, 8));
+    }
+
+    /// Live entries, whatever their key.
+    fn entries(cache: &ResponseCache) -> usize {
+        cache.tags.iter().filter(|t| t.generation != 0).count()
+    }
+
+    #[test]
+    fn a_buffer_refilled_after_its_batch_is_keyed_afresh() {
+        let mut cache = ResponseCache::new(64);
+        let mut buf = query(1, WWW, &[]);
+        cache.prefetch([&buf[..]].into_iter(), Transport::Udp, false);
+        cache.end_batch();
+        // The same buffer, now with a question that does not qualify.
+        buf[HEADER + 1] = b'W';
+        assert!(!hits(&mut cache, &buf, 7));
+        offer(&mut cache, &buf, 7);
+        assert_eq!(entries(&cache), 0);
+        // Within a batch, each query is found again even when some are skipped.
+        let www = query(1, WWW, &[]);
+        let mail = query(2, b"\x04mail\x07example\x00", &[]);
+        fill(&mut cache, &www, 7);
+        fill(&mut cache, &mail, 7);
+        let batch = [&www[..], &buf, &mail];
+        cache.prefetch(batch.iter().copied(), Transport::Udp, false);
+        assert!(hits(&mut cache, &mail, 7));
+        assert!(hits(&mut cache, &www, 7));
+        assert!(!hits(&mut cache, &buf, 7));
+        // Asked over another transport than the batch's, it is keyed afresh.
+        cache.prefetch(batch.iter().copied(), Transport::Udp, false);
+        assert!(cache
+            .lookup(&www, Transport::Tcp, false, 7, &mut Vec::new())
+            .is_none());
+        cache.end_batch();
+        assert_eq!(entries(&cache), 2);
     }
 
     #[test]

@@ -153,6 +153,7 @@ impl QueryHandler for ServerHandler {
     }
 
     fn end_of_batch(&mut self) {
+        self.answerer.end_of_batch();
         self.tap.flush();
     }
 
