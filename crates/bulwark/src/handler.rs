@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
-use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict, ServerCookies};
+use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlStats, RrlVerdict, ServerCookies};
 use bulwark_net::{Batch, Deferred, QueryHandler};
 use bulwark_proto::message::write_error_response;
 use bulwark_proto::Rcode;
@@ -74,6 +74,9 @@ pub struct ServerHandler {
     cookies: Option<Cache<Arc<ArcSwap<ServerCookies>>, Arc<ServerCookies>>>,
     listener_acls: Arc<ListenerAcls>,
     rrl: Option<Arc<Rrl>>,
+    /// Rate-limiting verdicts of the batch being answered, added to the
+    /// shared counters when it ends.
+    rrl_tally: RrlStats,
     clock: CoarseClock,
     transport: Transport,
     stats: WorkerRecorder,
@@ -93,6 +96,7 @@ impl ServerHandler {
             cookies: shared.cookies.as_ref().map(|c| Cache::new(Arc::clone(c))),
             listener_acls: Arc::clone(&shared.listener_acls),
             rrl: shared.rrl.clone(),
+            rrl_tally: RrlStats::default(),
             clock: shared.clock.clone(),
             transport,
             stats: shared.stats.recorder(transport),
@@ -154,6 +158,9 @@ impl QueryHandler for ServerHandler {
 
     fn end_of_batch(&mut self) {
         self.answerer.end_of_batch();
+        if let Some(rrl) = self.rrl.as_deref() {
+            rrl.add_tally(&mut self.rrl_tally);
+        }
         self.tap.flush();
     }
 
@@ -193,7 +200,8 @@ impl ServerHandler {
                     }
                     // A refusal is an error response like any other: a spoofed
                     // flood of denied queries is rate-limited too.
-                    return rate_limit(rrl, client, (ResponseClass::Error, &[]), now, out);
+                    let judged = (ResponseClass::Error, &[][..]);
+                    return rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
                 }
                 Access::Drop => return Fate::Dropped(DropReason::Acl),
             }
@@ -244,13 +252,15 @@ impl ServerHandler {
         if rrl.is_none() || self.answerer.cookie_valid() {
             return Fate::Answered;
         }
-        rate_limit(rrl, client, self.answerer.rrl_key(), now, out)
+        let judged = self.answerer.rrl_key();
+        rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out)
     }
 }
 
 /// Applies response rate limiting to the response in `out`: whether to send it.
 fn rate_limit(
     rrl: Option<&Rrl>,
+    tally: &mut RrlStats,
     client: IpAddr,
     (class, name): (ResponseClass, &[u8]),
     now: u64,
@@ -259,7 +269,7 @@ fn rate_limit(
     let Some(rrl) = rrl else {
         return Fate::Answered;
     };
-    match rrl.check(client, class, name, now) {
+    match rrl.check_tallied(client, class, name, now, tally) {
         RrlVerdict::Pass => Fate::Answered,
         RrlVerdict::Drop => Fate::Dropped(DropReason::RateLimited),
         // Every Nth limited response goes out truncated so a real client

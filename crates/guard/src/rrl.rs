@@ -290,12 +290,68 @@ impl Rrl {
     /// differ slightly between threads: a bucket never moves back in time, and
     /// a stale `now` earns no tokens.
     pub fn check(&self, client: IpAddr, class: ResponseClass, name: &[u8], now: u64) -> RrlVerdict {
+        let (shard, verdict) = self.judge(client, class, name, now);
+        if let Some(shard) = shard {
+            self.count(shard, verdict);
+        }
+        verdict
+    }
+
+    /// [`Rrl::check`], counting the verdict in `tally` instead of the shared
+    /// counters; [`Rrl::add_tally`] adds it to them later. A worker tallies
+    /// a batch and adds it once: an atomic add per response waited, under
+    /// load, for every store before it to reach the cache.
+    pub fn check_tallied(
+        &self,
+        client: IpAddr,
+        class: ResponseClass,
+        name: &[u8],
+        now: u64,
+        tally: &mut RrlStats,
+    ) -> RrlVerdict {
+        let (shard, verdict) = self.judge(client, class, name, now);
+        if shard.is_some() {
+            let counter = match verdict {
+                RrlVerdict::Pass => &mut tally.passed,
+                RrlVerdict::Drop => &mut tally.dropped,
+                RrlVerdict::Slip => &mut tally.slipped,
+            };
+            *counter = counter.wrapping_add(1);
+        }
+        verdict
+    }
+
+    /// Adds a tally from [`Rrl::check_tallied`] to the counters and zeroes it.
+    pub fn add_tally(&self, tally: &mut RrlStats) {
+        let taken = core::mem::take(tally);
+        let Some(s) = self.stats.first() else {
+            return;
+        };
+        for (counter, n) in [
+            (&s.passed, taken.passed),
+            (&s.dropped, taken.dropped),
+            (&s.slipped, taken.slipped),
+        ] {
+            if n != 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The verdict on one response, and the stats shard to count it in
+    /// (`None` when limiting is off and nothing is counted).
+    fn judge(
+        &self,
+        client: IpAddr,
+        class: ResponseClass,
+        name: &[u8],
+        now: u64,
+    ) -> (Option<usize>, RrlVerdict) {
         if !self.is_enabled() {
-            return RrlVerdict::Pass;
+            return (None, RrlVerdict::Pass);
         }
         if self.config.exempt.iter().any(|n| n.contains(client)) {
-            self.count(self.shard_of_client(client), RrlVerdict::Pass);
-            return RrlVerdict::Pass;
+            return (Some(self.shard_of_client(client)), RrlVerdict::Pass);
         }
         let limit = if class.is_error() {
             self.errors
@@ -304,18 +360,15 @@ impl Rrl {
         };
         if limit.rate == 0 {
             // `errors_per_second = 0`: this class is not limited.
-            self.count(self.shard_of_client(client), RrlVerdict::Pass);
-            return RrlVerdict::Pass;
+            return (Some(self.shard_of_client(client)), RrlVerdict::Pass);
         }
         let hash = self.key_hash(client, class, name);
-        let shard = shard_of_hash(hash);
         let verdict = match self.bucket(hash) {
             Some(bucket) => self.account(bucket, limit, time32(now)),
             // Cannot happen (the mask keeps the index in the table); fail open.
             None => RrlVerdict::Pass,
         };
-        self.count(shard, verdict);
-        verdict
+        (Some(shard_of_hash(hash)), verdict)
     }
 
     pub fn stats(&self) -> RrlStats {

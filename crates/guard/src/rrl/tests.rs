@@ -580,3 +580,48 @@ fn debug_output_leaves_out_the_table() {
     assert!(text.contains("buckets: 65536"), "{text}");
     assert!(text.len() < 1000, "{text}");
 }
+
+#[test]
+fn a_tallied_check_counts_what_check_counts_once_added() {
+    let tallied = Rrl::new(RrlConfig {
+        exempt: vec!["192.0.2.0/24".parse().unwrap()],
+        ..config(5, 15, 2)
+    });
+    let counted_exempt = Rrl::new(RrlConfig {
+        exempt: vec!["192.0.2.0/24".parse().unwrap()],
+        ..config(5, 15, 2)
+    });
+    let mut local = RrlStats::default();
+    for client in ["198.51.100.1", "192.0.2.7"] {
+        for _ in 0..20 {
+            let c = ip(client);
+            let want = counted_exempt.check(c, ResponseClass::Positive, WWW, T);
+            let got = tallied.check_tallied(c, ResponseClass::Positive, WWW, T, &mut local);
+            assert_eq!(got, want, "{client}");
+        }
+    }
+    // Nothing reaches the shared counters until the tally is added.
+    assert_eq!(tallied.stats(), RrlStats::default());
+    assert_eq!(local, counted_exempt.stats());
+    tallied.add_tally(&mut local);
+    assert_eq!(local, RrlStats::default());
+    assert_eq!(tallied.stats(), counted_exempt.stats());
+    assert_eq!(
+        (
+            tallied.stats().passed,
+            tallied.stats().dropped,
+            tallied.stats().slipped
+        ),
+        (25, 8, 7)
+    );
+    // A disabled limiter tallies nothing.
+    let off = Rrl::new(config(0, 15, 2));
+    off.check_tallied(
+        ip("198.51.100.1"),
+        ResponseClass::Positive,
+        WWW,
+        T,
+        &mut local,
+    );
+    assert_eq!(local, RrlStats::default());
+}
