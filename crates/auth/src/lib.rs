@@ -232,8 +232,10 @@ impl Answerer {
     /// Starts reading what the response cache holds for each of `queries`,
     /// a batch about to be answered one after the other with `transport`
     /// and the cookie setting `cookies_on`: their reads from main memory
-    /// then overlap instead of each answer waiting for its own. Changes
-    /// nothing a caller can see; without a cache it does nothing.
+    /// then overlap instead of each answer waiting for its own, and each
+    /// query's lookup reuses the key's hash worked out here. Changes nothing
+    /// a caller can see, provided the queries' buffers are not refilled
+    /// before [`Answerer::end_of_batch`]; without a cache it does nothing.
     ///
     /// The zone data of the answers the cache will not give is not read
     /// ahead this way: each lookup is a chain of reads, each waiting for
