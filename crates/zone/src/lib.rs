@@ -18,6 +18,7 @@ pub mod diagnostic;
 pub mod diff;
 pub mod fork;
 pub mod load;
+mod node_index;
 pub mod nsec3;
 pub mod parse;
 pub mod printer;

@@ -10,21 +10,18 @@
 //!
 //! Memory: a zone may hold millions of names, so owners are kept as lowercased
 //! wire bytes packed in one buffer (not 256-octet inline `Name`s), the hash
-//! table holds 4-octet slot numbers, a node is one boxed slice of RRsets, and an
+//! table holds 4-octet slot numbers (both in the `node_index` module), a
+//! node is one boxed slice of RRsets, and an
 //! RRset packs all its rdata into one buffer, held inside the RRset when it is
 //! as small as one AAAA (no allocation, and no further cache miss to answer).
 
 use core::cmp::Ordering;
-use std::hash::BuildHasher;
-
-use foldhash::fast::RandomState;
-
-use hashbrown::HashTable;
 
 use bulwark_proto::wire::Reader;
 use bulwark_proto::{Class, Name, Rdata, Record, Rtype};
 
-use crate::fork::{join_if_large, Fork, InTurn};
+use crate::fork::{Fork, InTurn};
+use crate::node_index::NodeIndex;
 use crate::nsec3::{Denial, Nsec3Chain, Nsec3Lookup};
 
 /// Length prefix of each rdata inside an RRset's packed buffer.
@@ -297,162 +294,6 @@ pub struct Zone {
     denial: Option<Denial>,
 }
 
-/// Where one node's owner sits in [`NodeIndex::names`], and the node.
-#[derive(Debug, Clone)]
-struct Slot {
-    name_off: u32,
-    name_len: u8,
-    node: Node,
-}
-
-/// Nodes keyed by lowercased owner wire form.
-///
-/// Memory: owners are packed in one buffer and the hash table holds only
-/// 4-octet slot numbers, so a node costs its slot (24 octets), its owner's
-/// octets and about 5 octets of table, instead of a boxed key and a
-/// 32-octet table entry. Slots are in canonical order (RFC 4034 §6.1), which
-/// also gives ordered walks without sorting.
-#[derive(Debug, Clone, Default)]
-struct NodeIndex {
-    names: Box<[u8]>,
-    slots: Box<[Slot]>,
-    table: HashTable<u32>,
-    hasher: RandomState,
-}
-
-impl NodeIndex {
-    /// Indexes `nodes` (owners lowercased, each once, all at or below the
-    /// apex whose wire form is `apex_len` octets), adding a node with no
-    /// RRsets for every empty non-terminal between the apex and an owner.
-    /// Owners that do not fit the 4 GiB name buffer are returned instead of
-    /// indexed.
-    /// `nodes` must be in canonical order.
-    fn build<'a>(
-        nodes: Vec<(&'a [u8], Node)>,
-        apex_len: usize,
-        fork: &impl Fork,
-    ) -> (NodeIndex, Vec<&'a [u8]>) {
-        // Owners come from the zone, never from queries: a query only probes a
-        // table whose layout the operator's data fixed, so collision flooding
-        // is not possible and SipHash's cost (a fifth of a `www A` answer) buys
-        // nothing. The seed is still random per table.
-        let hasher = RandomState::default();
-        // A first pass over the sorted owners finds which names fit the 4 GiB
-        // name buffer, sizes it exactly (it lives as long as the zone) and
-        // hashes each name in slot order, so that the table can be built on
-        // one core while the other fills the slots.
-        // Hashing is most of that pass, so a large zone's halves are hashed
-        // on both cores; their offsets add up unless the names pass 4 GiB,
-        // where the one pass over all of them decides what is left out.
-        let first_pass = |from: usize, to: usize| {
-            let mut total = 0usize;
-            let mut hashes: Vec<u64> = Vec::with_capacity(to.saturating_sub(from));
-            let mut prev = from
-                .checked_sub(1)
-                .and_then(|p| nodes.get(p))
-                .map(|(o, _)| *o);
-            for (owner, _) in nodes.get(from..to).unwrap_or(&[]) {
-                for name in empty_nonterminals_before(prev, owner, apex_len)
-                    .into_iter()
-                    .chain([*owner])
-                {
-                    if slot_place(total, name).is_some() {
-                        total = total.saturating_add(name.len());
-                        hashes.push(hasher.hash_one(name));
-                    }
-                }
-                prev = Some(owner);
-            }
-            (total, hashes)
-        };
-        let mid = nodes.len() / 2;
-        let ((left_total, mut hashes), (right_total, right_hashes)) = join_if_large(
-            fork,
-            nodes.len(),
-            || first_pass(0, mid),
-            || first_pass(mid, nodes.len()),
-        );
-        let total = match left_total.checked_add(right_total) {
-            Some(total) if u32::try_from(total).is_ok() => {
-                hashes.extend(right_hashes);
-                total
-            }
-            _ => {
-                let (total, all) = first_pass(0, nodes.len());
-                hashes = all;
-                total
-            }
-        };
-        let count = hashes.len();
-        let ((names, slots, rejected), table) = join_if_large(
-            fork,
-            count,
-            || fill_slots(nodes, apex_len, total, count),
-            || {
-                let mut table = HashTable::with_capacity(count);
-                for (i, &h) in hashes.iter().enumerate() {
-                    let Ok(i) = u32::try_from(i) else { break };
-                    table.insert_unique(h, i, |&j| hashes.get(index(j)).copied().unwrap_or(0));
-                }
-                table
-            },
-        );
-        (
-            NodeIndex {
-                names: names.into_boxed_slice(),
-                slots: slots.into_boxed_slice(),
-                table,
-                hasher,
-            },
-            rejected,
-        )
-    }
-
-    fn get(&self, wire: &[u8]) -> Option<&Node> {
-        let h = self.hasher.hash_one(wire);
-        let &i = self.table.find(h, |&j| {
-            self.slots
-                .get(index(j))
-                .is_some_and(|s| slot_name(&self.names, s) == wire)
-        })?;
-        self.slots.get(index(i)).map(|s| &s.node)
-    }
-
-    fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// The first node in canonical order, with its owner: the apex's, when
-    /// the zone has one, since every other owner is below it.
-    fn first(&self) -> Option<(&[u8], &Node)> {
-        self.slots
-            .first()
-            .map(|s| (slot_name(&self.names, s), &s.node))
-    }
-
-    /// The last node at or before `wire` (lowercased) in canonical order that
-    /// `keep` accepts, with its owner: a binary search over the ordered slots,
-    /// then a walk back. Allocates nothing.
-    fn at_or_before(&self, wire: &[u8], keep: impl Fn(&Node) -> bool) -> Option<(&[u8], &Node)> {
-        let end = self.slots.partition_point(|s| {
-            canonical_cmp_wire(slot_name(&self.names, s), wire) != Ordering::Greater
-        });
-        self.slots
-            .get(..end)?
-            .iter()
-            .rev()
-            .find(|s| keep(&s.node))
-            .map(|s| (slot_name(&self.names, s), &s.node))
-    }
-
-    /// Owners (lowercased wire) and nodes, in canonical order.
-    fn iter(&self) -> impl Iterator<Item = (&[u8], &Node)> {
-        self.slots
-            .iter()
-            .map(|s| (slot_name(&self.names, s), &s.node))
-    }
-}
-
 /// `nodes` sorted by owner in canonical order (RFC 4034 §6.1).
 ///
 /// Comparing wire names label by label from the root end costs two label scans
@@ -504,118 +345,6 @@ pub(crate) fn canonical_key(wire: &[u8], out: &mut Vec<u8>) {
         }
         out.push(0);
     }
-}
-
-/// Where `name` goes in the name buffer when `total` octets of names come
-/// before it (offset and length), or `None` when its offset does not fit the
-/// slot's 32 bits: such a name is not indexed.
-fn slot_place(total: usize, name: &[u8]) -> Option<(u32, u8)> {
-    Some((u32::try_from(total).ok()?, u8::try_from(name.len()).ok()?))
-}
-
-/// The name buffer and slots for `nodes` (sorted, with the empty
-/// non-terminals added), and the names that do not fit: the same choice
-/// [`slot_place`] made in [`NodeIndex::build`]'s first pass, which found
-/// `total` octets in `count` names.
-fn fill_slots(
-    nodes: Vec<(&[u8], Node)>,
-    apex_len: usize,
-    total: usize,
-    count: usize,
-) -> (Vec<u8>, Vec<Slot>, Vec<&[u8]>) {
-    let mut names = Vec::with_capacity(total);
-    let mut slots = Vec::with_capacity(count);
-    let mut rejected = Vec::new();
-    let mut prev: Option<&[u8]> = None;
-    for (owner, node) in nodes {
-        let ents = empty_nonterminals_before(prev, owner, apex_len);
-        prev = Some(owner);
-        let entries = ents
-            .into_iter()
-            .map(|e| (e, Node::default()))
-            .chain([(owner, node)]);
-        for (name, node) in entries {
-            let Some((name_off, name_len)) = slot_place(names.len(), name) else {
-                rejected.push(name);
-                continue;
-            };
-            names.extend_from_slice(name);
-            slots.push(Slot {
-                name_off,
-                name_len,
-                node,
-            });
-        }
-    }
-    (names, slots, rejected)
-}
-
-/// A stored 32-bit position as an index (never truncates on 32/64-bit targets).
-fn index(i: u32) -> usize {
-    usize::try_from(i).unwrap_or(usize::MAX)
-}
-
-/// The empty non-terminals that come just before `owner` in canonical order,
-/// given the owner `prev` just before it: the ancestors of `owner`, at or below
-/// the apex, that are not also ancestors of (or equal to) `prev`. An ancestor
-/// sorts before its descendants, and an ancestor of `owner` that is not one of
-/// `prev` sorts after `prev`; with nothing in between, it has no records.
-/// Shortest (closest to the apex) first.
-fn empty_nonterminals_before<'a>(
-    prev: Option<&[u8]>,
-    owner: &'a [u8],
-    apex_len: usize,
-) -> Vec<&'a [u8]> {
-    // The common cases in a sorted zone, found without walking labels (the
-    // index's two passes ask for every owner): a child of the apex, of the
-    // owner before, or of that owner's parent has every ancestor in place.
-    if let (Some(prev), Some(parent)) = (prev, parent_wire(owner)) {
-        if parent.len() <= apex_len || parent == prev || parent_wire(prev) == Some(parent) {
-            return Vec::new();
-        }
-    }
-    unshared_ancestors(prev, owner, apex_len)
-}
-
-/// The wire form of a (non-root) name's parent.
-fn parent_wire(wire: &[u8]) -> Option<&[u8]> {
-    let len = usize::from(*wire.first().filter(|l| **l > 0)?);
-    wire.get(len.saturating_add(1)..)
-}
-
-/// [`empty_nonterminals_before`] by walking the labels.
-fn unshared_ancestors<'a>(prev: Option<&[u8]>, owner: &'a [u8], apex_len: usize) -> Vec<&'a [u8]> {
-    let shared = prev.map_or(0, |p| common_suffix_len(p, owner));
-    let mut out: Vec<&[u8]> = suffixes(owner)
-        .skip(1)
-        .take_while(|s| s.len() > shared && s.len() >= apex_len)
-        .collect();
-    out.reverse();
-    out
-}
-
-/// Wire length of the closest common ancestor of two lowercased wire names.
-fn common_suffix_len(a: &[u8], b: &[u8]) -> usize {
-    let (oa, na) = label_offsets(a);
-    let (ob, nb) = label_offsets(b);
-    let la = oa.get(..na).unwrap_or(&[]);
-    let lb = ob.get(..nb).unwrap_or(&[]);
-    let mut shared = 1; // the root
-    for (&x, &y) in la.iter().rev().zip(lb.iter().rev()) {
-        let (ta, tb) = (label_at(a, x), label_at(b, y));
-        if ta != tb {
-            break;
-        }
-        shared = a.len().saturating_sub(usize::from(x));
-    }
-    shared
-}
-
-fn slot_name<'a>(names: &'a [u8], slot: &Slot) -> &'a [u8] {
-    let start = index(slot.name_off);
-    names
-        .get(start..start.saturating_add(usize::from(slot.name_len)))
-        .unwrap_or(&[])
 }
 
 impl Zone {
@@ -907,7 +636,7 @@ pub(crate) fn canonical_cmp_wire(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// Offsets of the non-root labels; 255 octets hold at most 127 of them.
-fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
+pub(crate) fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
     let mut offs = [0u8; 128];
     let mut n = 0usize;
     for off in label_starts(wire) {
@@ -922,7 +651,7 @@ fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
     (offs, n)
 }
 
-fn label_at(wire: &[u8], off: u8) -> &[u8] {
+pub(crate) fn label_at(wire: &[u8], off: u8) -> &[u8] {
     let off = usize::from(off);
     let len = wire.get(off).map_or(0, |&l| usize::from(l));
     let start = off.saturating_add(1);
@@ -982,7 +711,6 @@ mod tests {
         // Millions of these live as long as the zone: a growing size is a regression.
         assert_eq!(core::mem::size_of::<Node>(), 16);
         assert_eq!(core::mem::size_of::<RRset>(), 32);
-        assert_eq!(core::mem::size_of::<Slot>(), 24);
     }
 
     #[test]
@@ -1029,77 +757,6 @@ mod tests {
             .map(|s| Name::from_wire(s).unwrap())
             .collect();
         assert_eq!(all, vec![n("a.b.c."), n("b.c."), n("c."), Name::root()]);
-    }
-
-    #[test]
-    fn common_ancestor_is_label_aligned() {
-        let len = |a: &str, b: &str| common_suffix_len(n(a).as_wire(), n(b).as_wire());
-        assert_eq!(len("a.example.", "b.example."), n("example.").wire_len());
-        assert_eq!(len("a.example.", "a.example."), n("a.example.").wire_len());
-        assert_eq!(len("xa.example.", "a.example."), n("example.").wire_len());
-        assert_eq!(len("example.", "a.b.example."), n("example.").wire_len());
-        assert_eq!(len("com.", "org."), 1);
-    }
-
-    #[test]
-    fn empty_nonterminals_are_the_unshared_ancestors() {
-        let apex = n("example.").wire_len();
-        let names = |prev: Option<&str>, owner: &str| -> Vec<Name> {
-            let p = prev.map(n);
-            let o = n(owner);
-            empty_nonterminals_before(p.as_ref().map(|p| p.as_wire()), o.as_wire(), apex)
-                .into_iter()
-                .map(|w| Name::from_wire(w).unwrap())
-                .collect()
-        };
-        assert_eq!(
-            names(Some("example."), "a.b.example."),
-            vec![n("b.example.")]
-        );
-        assert_eq!(
-            names(Some("z.b.example."), "a.c.example."),
-            vec![n("c.example.")]
-        );
-        assert_eq!(names(Some("b.example."), "a.b.example."), vec![]);
-        assert_eq!(
-            names(None, "a.b.example."),
-            vec![n("example."), n("b.example.")]
-        );
-    }
-
-    #[test]
-    fn the_shortcuts_find_the_empty_nonterminals_the_label_walk_finds() {
-        let apex = n("example.");
-        let mut names: Vec<Name> = [
-            "example.",
-            "a.example.",
-            "b.example.",
-            "a.b.example.",
-            "b.b.example.",
-            "x.a.b.example.",
-            "c.example.",
-            "x.c.example.",
-            "y.d.c.example.",
-            "\\000.example.",
-            "z.example.",
-            "*.z.example.",
-            "q.y.z.example.",
-        ]
-        .iter()
-        .map(|s| n(s))
-        .collect();
-        names.sort();
-        for (i, owner) in names.iter().enumerate() {
-            let earlier = names.get(..i).unwrap_or(&[]);
-            for prev in earlier.iter().map(Some).chain([None]) {
-                let prev = prev.map(Name::as_wire);
-                assert_eq!(
-                    empty_nonterminals_before(prev, owner.as_wire(), apex.wire_len()),
-                    unshared_ancestors(prev, owner.as_wire(), apex.wire_len()),
-                    "{owner} after {prev:?}"
-                );
-            }
-        }
     }
 
     proptest::proptest! {
