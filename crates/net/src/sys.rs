@@ -582,6 +582,10 @@ mod tests {
         use std::net::UdpSocket;
         use std::os::fd::AsRawFd;
         let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // A lost datagram fails the test instead of hanging it.
+        server
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
         enable_pktinfo(server.as_raw_fd(), false).unwrap();
         let to = server.local_addr().unwrap();
         let clients: Vec<UdpSocket> = (0..4)
