@@ -66,9 +66,11 @@ pub trait QueryHandler {
     /// at a time.
     fn start_of_batch(&mut self, _batch: &dyn Batch) {}
 
-    /// Called after each batch of queries has been answered and sent (a
-    /// `recvmmsg` batch on UDP, the messages of one read on TCP), so a handler
-    /// can hand work it batched (log entries) to whoever waits for it.
+    /// Called after each batch of queries has been answered, just before
+    /// its responses are sent (a `recvmmsg` batch on UDP, the messages of one
+    /// read on TCP), so a handler can hand work it batched (log entries,
+    /// counts) to whoever waits for it, complete by the time a client holds
+    /// its answer.
     fn end_of_batch(&mut self) {}
 
     /// Asked after `handle` returned `false`: a response the handler will

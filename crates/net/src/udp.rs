@@ -398,12 +398,15 @@ impl<H: QueryHandler> Worker<H> {
                 }
             }
         }
+        // Before the send, as over TCP: what the handler batched (log
+        // entries, rate-limiting counts) is handed on by the time a client
+        // holds its answer.
+        self.handler.end_of_batch();
         let sent = if which.is_empty() {
             sys::Sent::default()
         } else {
             send.send(fd, recv, outs, which)
         };
-        self.handler.end_of_batch();
         let n64 = u64::try_from(n).unwrap_or(0);
         let answered = u64::try_from(which.len()).unwrap_or(0);
         let c = &self.counters;

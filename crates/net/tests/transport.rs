@@ -354,3 +354,64 @@ fn udp_announces_each_batch_before_answering_it() {
     shutdown.trigger();
     workers.join();
 }
+
+/// Echoes, and hands the count of queries it answered to `ended` only at
+/// the end of each batch, slowly: a client that sees a count short of its
+/// answers got them before the batch ended.
+struct CountsAtBatchEnd {
+    answered: u64,
+    ended: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl bulwark_net::QueryHandler for CountsAtBatchEnd {
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        self.answered += 1;
+        echo(query, peer, local, out)
+    }
+
+    fn end_of_batch(&mut self) {
+        // Slow on purpose: were the answers sent first, the client would
+        // read the count long before this stores it.
+        std::thread::sleep(Duration::from_millis(20));
+        self.ended
+            .store(self.answered, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn udp_ends_each_batch_before_sending_its_answers() {
+    let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 1).unwrap();
+    let server = listeners.local_addrs()[0];
+    let shutdown = Shutdown::new().unwrap();
+    let ended = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let handler_ended = Arc::clone(&ended);
+    let workers = listeners
+        .spawn(
+            &UdpConfig::default(),
+            move |_| CountsAtBatchEnd {
+                answered: 0,
+                ended: Arc::clone(&handler_ended),
+            },
+            &shutdown,
+        )
+        .unwrap();
+    let c = udp_client(server);
+    let mut buf = [0u8; 512];
+    for id in 1..=5u16 {
+        c.send_to(&query(id), server).unwrap();
+        c.recv_from(&mut buf).unwrap();
+        assert_eq!(
+            ended.load(std::sync::atomic::Ordering::SeqCst),
+            u64::from(id),
+            "answer {id} arrived before its batch ended"
+        );
+    }
+    shutdown.trigger();
+    workers.join();
+}
