@@ -213,6 +213,14 @@ impl App {
             load(&t.rejected),
             load(&t.queries)
         ));
+        lines.push(format!(
+            "tcp closed idle {} message_timeout {} evicted {} rejected_for_client {} rejected_total {}",
+            load(&t.idle),
+            load(&t.message_timeout),
+            load(&t.evicted),
+            load(&t.too_many_for_client),
+            load(&t.too_many_total)
+        ));
         match &self.rrl {
             Some(rrl) => {
                 let s = rrl.stats();

@@ -14,6 +14,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod client_conns;
 mod deferred;
 mod error;
 pub mod frame;

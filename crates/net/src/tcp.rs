@@ -6,10 +6,9 @@
 //! on concurrent connections in total and per client. A connection beyond a cap
 //! is closed at once rather than queued; each close is counted by its reason.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -18,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::client_conns::{AllBusy, ClientSlot, ClientTable};
 use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
@@ -124,7 +124,8 @@ pub struct TcpStats {
     pub queries: AtomicU64,
     /// Closed at accept: all `max_connections` were in use.
     pub too_many_total: AtomicU64,
-    /// Closed at accept: the client already held `max_connections_per_client`.
+    /// Closed at accept: the client already held `max_connections_per_client`
+    /// and every one of them was busy answering or writing.
     pub too_many_for_client: AtomicU64,
     /// Closed after `idle_timeout` without a message in progress.
     pub idle: AtomicU64,
@@ -142,6 +143,9 @@ pub struct TcpStats {
     pub io_error: AtomicU64,
     /// Closed because the server is shutting down.
     pub shutdown: AtomicU64,
+    /// Closed while idle or stalled mid-message, to make room for a newer
+    /// connection of a client at `max_connections_per_client`.
+    pub evicted: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -163,7 +167,7 @@ where
 {
     let limits = Arc::new(Limits {
         slots: Semaphore::new(config.max_connections.max(1)),
-        clients: ClientCounts::new(config.max_connections_per_client),
+        clients: Arc::new(ClientTable::new(config.max_connections_per_client)),
         config,
     });
     let make_handler = Arc::new(make_handler);
@@ -186,90 +190,7 @@ where
 struct Limits {
     config: TcpConfig,
     slots: Semaphore,
-    clients: ClientCounts,
-}
-
-/// Connections held per client, touched only at accept and close.
-struct ClientCounts {
-    limit: usize,
-    held: Mutex<HashMap<IpAddr, usize>>,
-}
-
-/// One connection's place in [`ClientCounts`], given back when dropped (also
-/// when a handler panic unwinds the connection's task).
-struct ClientSlot {
-    limits: Arc<Limits>,
-    client: IpAddr,
-}
-
-impl ClientCounts {
-    fn new(limit: usize) -> ClientCounts {
-        ClientCounts {
-            limit,
-            held: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl Limits {
-    /// A slot for `peer`, or `None` when it already holds its share.
-    fn take_client_slot(self: &Arc<Self>, peer: IpAddr) -> Option<Option<ClientSlot>> {
-        if self.clients.limit == 0 {
-            return Some(None);
-        }
-        let client = client_key(peer);
-        // A panic while the lock was held cannot leave the map inconsistent
-        // (each update is a single insert or remove), so a poisoned lock is used.
-        let mut held = self
-            .clients
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let n = held.entry(client).or_insert(0);
-        if *n >= self.clients.limit {
-            return None;
-        }
-        *n = n.saturating_add(1);
-        Some(Some(ClientSlot {
-            limits: Arc::clone(self),
-            client,
-        }))
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut held = self
-            .limits
-            .clients
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = held.get_mut(&self.client) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                // Entries go with their last connection: the map holds only
-                // clients with open connections, however many have come and gone.
-                held.remove(&self.client);
-            }
-        }
-    }
-}
-
-/// Whom a connection is counted against: an IPv4 address, or an IPv6 /64
-/// (RFC 7766 §6.2.2 allows limits per address "or subnet"; one IPv6 host
-/// commonly has a whole /64 to draw addresses from).
-fn client_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let prefix = u128::from(v6) & !u128::from(u64::MAX);
-                IpAddr::V6(Ipv6Addr::from(prefix))
-            }
-        },
-    }
+    clients: Arc<ClientTable>,
 }
 
 async fn accept_loop<F, H>(
@@ -308,11 +229,16 @@ async fn accept_loop<F, H>(
             drop(stream);
             continue;
         };
-        let Some(client_slot) = limits.take_client_slot(peer.ip()) else {
-            bump(&stats.rejected);
-            bump(&stats.too_many_for_client);
-            drop(stream);
-            continue;
+        // At its cap a client's longest-waiting connection gives way; only
+        // a client whose every connection is busy is refused.
+        let client_slot = match limits.clients.admit(peer.ip()) {
+            Ok(slot) => slot.map(|(slot, _)| slot),
+            Err(AllBusy) => {
+                bump(&stats.rejected);
+                bump(&stats.too_many_for_client);
+                drop(stream);
+                continue;
+            }
         };
         // The permit is given back by `Connection` below, which owns it as a
         // count rather than a borrow of `limits`.
@@ -321,7 +247,7 @@ async fn accept_loop<F, H>(
         let connection = Connection {
             limits: Arc::clone(&limits),
             stats: Arc::clone(&stats),
-            _client: client_slot,
+            client: client_slot,
         };
         let handler = make_handler();
         let shutdown = shutdown.clone();
@@ -330,7 +256,11 @@ async fn accept_loop<F, H>(
             let end = tokio::select! {
                 _ = shutdown.wait() => ConnectionEnd::Shutdown,
                 end = serve_connection(
-                    &mut stream, peer, local, handler, &connection.limits.config, &connection.stats,
+                    &mut stream,
+                    Peer { addr: peer, local, slot: connection.client.as_ref() },
+                    handler,
+                    &connection.limits.config,
+                    &connection.stats,
                 ) => end,
             };
             tracing::debug!(%peer, reason = %end, "TCP connection closed");
@@ -347,7 +277,7 @@ async fn accept_loop<F, H>(
 struct Connection {
     limits: Arc<Limits>,
     stats: Arc<TcpStats>,
-    _client: Option<ClientSlot>,
+    client: Option<ClientSlot>,
 }
 
 impl Connection {
@@ -362,6 +292,7 @@ impl Connection {
             ConnectionEnd::WriteTimeout => &stats.write_timeout,
             ConnectionEnd::Io(_) => &stats.io_error,
             ConnectionEnd::Shutdown => &stats.shutdown,
+            ConnectionEnd::Evicted => &stats.evicted,
         });
     }
 }
@@ -391,17 +322,30 @@ enum ConnectionEnd {
     Io(std::io::Error),
     #[error("server shutting down")]
     Shutdown,
+    #[error("evicted to make room for a newer connection of the same client")]
+    Evicted,
+}
+
+/// Who a connection serves, and its place among its client's connections.
+struct Peer<'a> {
+    addr: SocketAddr,
+    local: SocketAddr,
+    slot: Option<&'a ClientSlot>,
 }
 
 /// Reads, answers and writes until a limit or the client ends the connection.
 async fn serve_connection<H: QueryHandler>(
     stream: &mut TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
+    who: Peer<'_>,
     mut handler: H,
     config: &TcpConfig,
     stats: &TcpStats,
 ) -> ConnectionEnd {
+    let Peer {
+        addr: peer,
+        local,
+        slot,
+    } = who;
     let _ = stream.set_nodelay(true);
     let mut decoder = FrameDecoder::new(config.max_query_size);
     let mut out: Vec<u8> = Vec::new();
@@ -410,6 +354,10 @@ async fn serve_connection<H: QueryHandler>(
     // When the message now in progress must be complete by.
     let mut message_deadline: Option<Instant> = None;
     loop {
+        // Evicted while reading: what was read is not answered.
+        if slot.is_some_and(|s| !s.begin_work()) {
+            return ConnectionEnd::Evicted;
+        }
         // Answer every message already received, in order (RFC 7766 §6.2.1.1);
         // their responses leave together.
         let mut completed = false;
@@ -480,7 +428,18 @@ async fn serve_connection<H: QueryHandler>(
                 },
             ),
         };
-        match tokio::time::timeout_at(deadline, stream.read(decoder.read_space())).await {
+        if let Some(s) = slot {
+            s.end_work(completed);
+        }
+        let read = tokio::time::timeout_at(deadline, stream.read(decoder.read_space()));
+        let read = match slot {
+            Some(s) => tokio::select! {
+                () = s.evicted() => return ConnectionEnd::Evicted,
+                r = read => r,
+            },
+            None => read.await,
+        };
+        match read {
             Err(_) => return expired,
             Ok(Ok(0)) => return ConnectionEnd::PeerClosed,
             Ok(Ok(n)) => decoder.commit(n),
@@ -535,59 +494,5 @@ async fn write_responses(
         Err(_) => Err(ConnectionEnd::WriteTimeout),
         Ok(Err(e)) => Err(ConnectionEnd::Io(e)),
         Ok(Ok(())) => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn clients_are_counted_by_ipv4_address_and_ipv6_slash_64() {
-        let key = |s: &str| client_key(s.parse().unwrap());
-        assert_eq!(key("192.0.2.7"), key("192.0.2.7"));
-        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
-        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
-        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
-        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
-    }
-
-    #[test]
-    fn a_client_slot_is_given_back_and_its_entry_removed_when_dropped() {
-        let limits = Arc::new(Limits {
-            config: TcpConfig::default(),
-            slots: Semaphore::new(10),
-            clients: ClientCounts::new(2),
-        });
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let a = limits.take_client_slot(ip).unwrap();
-        let b = limits.take_client_slot(ip).unwrap();
-        assert!(
-            limits.take_client_slot(ip).is_none(),
-            "third is over the cap"
-        );
-        assert!(limits
-            .take_client_slot("192.0.2.2".parse().unwrap())
-            .is_some());
-        drop(a);
-        let c = limits.take_client_slot(ip).unwrap();
-        drop((b, c));
-        assert!(limits.clients.held.lock().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_per_client_limit_of_zero_tracks_nothing() {
-        let limits = Arc::new(Limits {
-            config: TcpConfig::default(),
-            slots: Semaphore::new(10),
-            clients: ClientCounts::new(0),
-        });
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let held: Vec<_> = (0..100)
-            .map(|_| limits.take_client_slot(ip).unwrap())
-            .collect();
-        assert!(held.iter().all(Option::is_none));
-        assert!(limits.clients.held.lock().unwrap().is_empty());
     }
 }

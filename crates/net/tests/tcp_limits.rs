@@ -15,6 +15,8 @@ use bulwark_net::{bind_tcp, serve_tcp, Shutdown, TcpConfig, TcpStats};
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Short server timeouts so the tests finish quickly.
 const SHORT: Duration = Duration::from_millis(200);
+/// Server timeouts no test waits out: a close seen is not theirs.
+const LONG: Duration = Duration::from_secs(600);
 
 fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
     out.clear();
@@ -51,17 +53,25 @@ impl Drop for Server {
 }
 
 fn server(config: TcpConfig) -> Server {
+    server_with(config, 1, || echo)
+}
+
+fn server_with<F, H>(config: TcpConfig, threads: usize, make_handler: F) -> Server
+where
+    F: Fn() -> H + Send + Sync + 'static,
+    H: bulwark_net::QueryHandler + Send + 'static,
+{
     let listener = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = Shutdown::new().unwrap();
     let stats = Arc::new(TcpStats::default());
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(threads)
         .enable_all()
         .build()
         .unwrap();
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
-    rt.spawn(async move { serve_tcp(vec![listener], config, || echo, st, s).await });
+    rt.spawn(async move { serve_tcp(vec![listener], config, make_handler, st, s).await });
     Server {
         addr,
         stats,
@@ -205,42 +215,117 @@ fn a_connection_is_closed_after_its_query_limit_with_every_answer_sent() {
 }
 
 #[test]
-fn connections_beyond_the_per_client_cap_are_closed_while_other_clients_get_in() {
+fn at_the_per_client_cap_the_longest_idle_connection_makes_room() {
     let srv = server(TcpConfig {
         max_connections_per_client: 2,
+        idle_timeout: LONG,
         ..TcpConfig::default()
     });
     let mut held: Vec<TcpStream> = (0..2).map(|_| connect(srv.addr)).collect();
     for (id, s) in (0u16..).zip(held.iter_mut()) {
         exchange(s, id).unwrap();
     }
+    // The second one asked last: the first has waited longest.
     let mut third = connect(srv.addr);
-    let _ = third.write_all(&framed(9));
-    wait_closed(&mut third);
-    assert_eq!(load(&srv.stats.too_many_for_client), 1);
-    assert_eq!(load(&srv.stats.rejected), 1);
+    exchange(&mut third, 9).unwrap();
+    wait_closed(&mut held[0]);
+    assert_eq!(load(&srv.stats.evicted), 1);
+    assert_eq!(load(&srv.stats.rejected), 0);
+    exchange(&mut held[1], 10).unwrap();
 
-    // Another address is another client.
+    // Another address is another client: nothing of 127.0.0.1 gives way.
     let mut other = connect_from([127, 0, 0, 2], srv.addr);
-    exchange(&mut other, 10).unwrap();
+    exchange(&mut other, 11).unwrap();
+    exchange(&mut held[1], 12).unwrap();
+    exchange(&mut third, 13).unwrap();
+    assert_eq!(load(&srv.stats.evicted), 1);
+}
 
-    // Once one of the first two closes, the client may connect again. The
-    // server learns of the close asynchronously, so an attempt may still be
-    // refused; each attempt ends in an observable answer or close.
-    drop(held.pop());
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        assert!(
-            attempts <= 1000,
-            "the closed connection's place never came back"
-        );
-        let mut again = connect(srv.addr);
-        if exchange(&mut again, 11).is_ok() {
-            break;
-        }
+#[test]
+fn connections_stalled_mid_message_make_room_oldest_first() {
+    // Timeouts far off, so that only eviction can close the stalled ones.
+    let srv = server(TcpConfig {
+        max_connections_per_client: 3,
+        idle_timeout: LONG,
+        message_timeout: LONG,
+        ..TcpConfig::default()
+    });
+    // Three connections that each sent one octet of a length and stalled.
+    let mut stalled: Vec<TcpStream> = (0..3).map(|_| connect(srv.addr)).collect();
+    for s in &mut stalled {
+        s.write_all(&[0]).unwrap();
     }
-    exchange(&mut held[0], 12).unwrap();
+    // Each fresh connection is answered at once, and the stalled ones close
+    // in the order they came.
+    // (The fresh ones stay open, so each needs a place of its own.)
+    let mut fresh = Vec::new();
+    for (i, id) in (0..3).zip(20u16..) {
+        let mut s = connect(srv.addr);
+        exchange(&mut s, id).unwrap();
+        wait_closed(&mut stalled[i]);
+        fresh.push(s);
+    }
+    assert_eq!(load(&srv.stats.evicted), 3);
+    assert_eq!(load(&srv.stats.message_timeout), 0);
+}
+
+/// Echoes, except that a query with id [`BLOCKING_ID`] is held until the
+/// test lets it go: its connection is busy answering for as long as it likes.
+#[derive(Clone)]
+struct HoldsOne {
+    entered: std::sync::mpsc::SyncSender<()>,
+    release: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+const BLOCKING_ID: u16 = 0xbeef;
+
+impl bulwark_net::QueryHandler for HoldsOne {
+    fn handle(
+        &mut self,
+        query: &[u8],
+        peer: SocketAddr,
+        local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        if query[..2] == BLOCKING_ID.to_be_bytes() {
+            self.entered.send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap();
+        }
+        echo(query, peer, local, out)
+    }
+}
+
+#[test]
+fn a_client_whose_every_connection_is_busy_is_refused() {
+    let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let handler = HoldsOne {
+        entered: entered_tx,
+        release: Arc::new(std::sync::Mutex::new(release_rx)),
+    };
+    // Room for the held handler's thread and for accepting.
+    let srv = server_with(
+        TcpConfig {
+            max_connections_per_client: 1,
+            ..TcpConfig::default()
+        },
+        3,
+        move || handler.clone(),
+    );
+    let mut busy = connect(srv.addr);
+    busy.write_all(&framed(BLOCKING_ID)).unwrap();
+    entered.recv_timeout(CLIENT_TIMEOUT).unwrap();
+    let mut refused = connect(srv.addr);
+    let _ = refused.write_all(&framed(1));
+    wait_closed(&mut refused);
+    assert_eq!(load(&srv.stats.too_many_for_client), 1);
+    assert_eq!(load(&srv.stats.evicted), 0);
+    release.send(()).unwrap();
+    assert_eq!(
+        &read_framed(&mut busy).unwrap()[..2],
+        &BLOCKING_ID.to_be_bytes()
+    );
+    exchange(&mut busy, 2).unwrap();
 }
 
 #[test]

@@ -264,6 +264,7 @@ fn server_families(app: &App) -> Vec<Family> {
         ("write_timeout", load(&tcp.write_timeout)),
         ("io_error", load(&tcp.io_error)),
         ("shutdown", load(&tcp.shutdown)),
+        ("evicted", load(&tcp.evicted)),
     ];
     let closed = closes.iter().fold(0u64, |a, (_, n)| a.wrapping_add(*n));
     out.push(counter(
