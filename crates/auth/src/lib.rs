@@ -47,8 +47,8 @@ use std::sync::Arc;
 pub use bulwark_guard::{Access, ResponseClass, ServerCookies};
 pub use divert::Divert;
 
-use bulwark_proto::message::{write_error_response, MessageView};
-use bulwark_proto::{Class, Name, Opcode, Rcode};
+use bulwark_proto::message::{write_error_response, write_not_implemented, MessageView};
+use bulwark_proto::{Class, Name, Rcode};
 use bulwark_zone::ZoneSet;
 
 use crate::imputed::Imputed;
@@ -344,6 +344,15 @@ impl Answerer {
                     truncated: false,
                 };
             }
+            Err(Rejected::NotImplemented) => {
+                if write_not_implemented(query, out).is_none() {
+                    return AnswerOutcome::Drop;
+                }
+                return AnswerOutcome::Respond {
+                    rcode: Rcode::NOTIMP,
+                    truncated: false,
+                };
+            }
         };
         if let Some(divert) = divert::divert_of(&view) {
             return AnswerOutcome::Divert(divert);
@@ -395,12 +404,6 @@ impl Answerer {
             resp.set_rcode(Rcode::FORMERR);
             return respond(resp);
         };
-        // NOTIFY and UPDATE were diverted to the server; any other opcode but
-        // QUERY is NOTIMP (RFC 1035 §4.1.1).
-        if query.header().opcode != Opcode::QUERY {
-            resp.set_rcode(Rcode::NOTIMP);
-            return respond(resp);
-        }
         match q.qclass {
             // Like Knot, class ANY (RFC 1035 §3.2.5) is answered as IN.
             Class::IN | Class::ANY => {}

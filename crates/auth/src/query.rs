@@ -3,6 +3,7 @@
 //! answered at all.
 
 use bulwark_proto::message::{MessageView, HEADER_LEN};
+use bulwark_proto::Opcode;
 
 /// Why a query is not answered normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +12,9 @@ pub(crate) enum Rejected {
     Drop,
     /// RFC 1035 §4.1.1: the query could not be read: FORMERR.
     Malformed,
+    /// RFC 1035 §4.1.1, RFC 6895 §2.2: an opcode this server does not
+    /// implement: NOTIMP, judged from the header alone.
+    NotImplemented,
 }
 
 /// RFC 1035 §4.1.1: the QR bit of the third header octet.
@@ -26,7 +30,17 @@ pub(crate) fn read_query(bytes: &[u8]) -> Result<MessageView<'_>, Rejected> {
     if flags & QR != 0 {
         return Err(Rejected::Drop);
     }
+    // The opcode says how to read the rest; an unknown one leaves nothing
+    // else to judge (a missing question is no FORMERR then).
+    if !is_implemented(Opcode::new((flags >> 3) & 0x0f)) {
+        return Err(Rejected::NotImplemented);
+    }
     MessageView::parse(bytes).map_err(|_| Rejected::Malformed)
+}
+
+/// The opcodes this server answers or hands to its own handlers.
+fn is_implemented(opcode: Opcode) -> bool {
+    matches!(opcode, Opcode::QUERY | Opcode::NOTIFY | Opcode::UPDATE)
 }
 
 #[cfg(test)]
@@ -55,5 +69,34 @@ mod tests {
         long.push(0);
         assert_eq!(read_query(&long).err(), Some(Rejected::Malformed));
         assert!(read_query(QUERY).is_ok());
+    }
+
+    #[test]
+    fn unknown_opcodes_are_not_implemented_whatever_follows() {
+        for opcode in [1u8, 2, 3, 6, 7, 15] {
+            // Header only: no question, which QUERY would find malformed.
+            let mut h = QUERY[..HEADER_LEN].to_vec();
+            h[2] = opcode << 3;
+            h[5] = 0;
+            assert_eq!(
+                read_query(&h).err(),
+                Some(Rejected::NotImplemented),
+                "{opcode}"
+            );
+            // Trailing junk changes nothing.
+            let mut junk = QUERY.to_vec();
+            junk[2] = opcode << 3;
+            junk.push(0xff);
+            assert_eq!(
+                read_query(&junk).err(),
+                Some(Rejected::NotImplemented),
+                "{opcode}"
+            );
+        }
+        for opcode in [0u8, 4, 5] {
+            let mut q = QUERY.to_vec();
+            q[2] = opcode << 3;
+            assert!(read_query(&q).is_ok(), "{opcode}");
+        }
     }
 }

@@ -70,9 +70,23 @@ const DELIBERATE_DIFFERENCES: &[Deliberate] = &[
                  as RFC 2136 §3.3 says (\"the requestor does not have permission\") and BIND \
                  answers; knotd answers NOTAUTH",
     },
+    Deliberate {
+        applies: |q| !IMPLEMENTED_OPCODES.contains(&q.opcode),
+        field: Field::Question,
+        reason: "an opcode the server does not implement gets a header-only NOTIMP (RFC 6895 \
+                 §2.2: nothing else in the message has a known meaning), as BIND answers and \
+                 ISC's opcodeflg compliance test asks; knotd echoes the question",
+    },
+    Deliberate {
+        applies: |q| !IMPLEMENTED_OPCODES.contains(&q.opcode),
+        field: Field::Counts,
+        reason: "the same header-only NOTIMP: no question and no OPT, where knotd echoes both",
+    },
 ];
 
 const OPCODE_UPDATE: u8 = 5;
+/// QUERY, NOTIFY and UPDATE; any other opcode is NOTIMP.
+const IMPLEMENTED_OPCODES: [u8; 3] = [0, 4, OPCODE_UPDATE];
 
 /// hickory 0.24 has no name for DNAME (RFC 6672), type 39.
 const DNAME_TYPE: RecordType = RecordType::Unknown(39);

@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use bulwark_proto::message::{
-    append_additional, write_error_response, BuildError, EdnsOption, MessageBuilder, MessageView,
-    OptRecord, Section,
+    append_additional, write_error_response, write_not_implemented, BuildError, EdnsOption,
+    MessageBuilder, MessageView, OptRecord, Section,
 };
 use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
 
@@ -336,6 +336,30 @@ fn error_response_for_unparsable_query_keeps_id_and_opcode() {
     let len = write_error_response(&h, Rcode::FORMERR, &mut out).unwrap();
     assert_eq!(len, 12);
     assert_eq!(&out[..4], &[0x77, 0x66, 0x80, 0x01]);
+}
+
+#[test]
+fn not_implemented_echoes_id_and_opcode_and_nothing_else() {
+    let mut out = Vec::new();
+    assert_eq!(write_not_implemented(&[1, 2, 3], &mut out), None);
+    // Opcode 15 with every flag bit set (TC, RD, RA, Z, AD, CD, AA), a
+    // question and an OPT record: none of it comes back.
+    let mut q = query();
+    q[2] = (15 << 3) | 0x07;
+    q[3] = 0xf0;
+    let len = write_not_implemented(&q, &mut out).unwrap();
+    assert_eq!(len, 12);
+    assert_eq!(
+        out,
+        [0xbe, 0xef, 0x80 | (15 << 3), 0x04, 0, 0, 0, 0, 0, 0, 0, 0]
+    );
+    // Opcode 2 (STATUS), header only.
+    let h = [0x12, 0x34, 2 << 3 | 0x01, 0x10, 0, 0, 0, 0, 0, 0, 0, 0];
+    write_not_implemented(&h, &mut out).unwrap();
+    assert_eq!(
+        out,
+        [0x12, 0x34, 0x80 | (2 << 3), 0x04, 0, 0, 0, 0, 0, 0, 0, 0]
+    );
 }
 
 #[test]

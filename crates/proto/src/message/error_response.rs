@@ -3,7 +3,7 @@
 
 use super::builder::MessageBuilder;
 use super::edns::{OptRecord, DEFAULT_UDP_PAYLOAD};
-use super::header::{Header, HEADER_LEN};
+use super::header::{Flags, Header, HEADER_LEN};
 use super::view::{MessageView, Question};
 use crate::class::Class;
 use crate::name::Name;
@@ -47,6 +47,34 @@ pub fn write_error_response(query: &[u8], rcode: Rcode, out: &mut Vec<u8>) -> Op
         Ok(n) => Some(n),
         Err(_) => Some(out.len()),
     }
+}
+
+/// Writes the NOTIMP response to a message whose opcode this server does not
+/// implement, and returns its length; `None` when `query` is shorter than a
+/// header.
+///
+/// RFC 1035 §4.1.1 and RFC 6895 §2.2: with an unknown opcode the rest of the
+/// message has no known meaning, so nothing of it is judged or echoed: the
+/// answer is the id, the opcode, QR and the rcode, with every other flag clear
+/// and no section (as BIND answers; ISC's `opcodeflg` compliance test).
+pub fn write_not_implemented(query: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let asked = Header::parse(query)?;
+    let header = Header {
+        id: asked.id,
+        flags: Flags {
+            qr: true,
+            ..Flags::default()
+        },
+        opcode: asked.opcode,
+        rcode_low: Rcode::NOTIMP.header_bits(),
+        qdcount: 0,
+        ancount: 0,
+        nscount: 0,
+        arcount: 0,
+    };
+    out.clear();
+    out.extend_from_slice(&header.to_bytes());
+    Some(HEADER_LEN)
 }
 
 /// The first question of a message that failed to parse somewhere later.

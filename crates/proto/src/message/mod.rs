@@ -13,7 +13,7 @@ pub use edns::{
     Edns, EdnsOption, EdnsOptions, OptRecord, DEFAULT_UDP_PAYLOAD, MIN_UDP_PAYLOAD, OPTION_COOKIE,
     OPTION_EDE, OPTION_NSID, OPTION_PADDING, OPTION_SUBNET, OPTION_TCP_KEEPALIVE,
 };
-pub use error_response::write_error_response;
+pub use error_response::{write_error_response, write_not_implemented};
 pub use header::{Flags, Header, HEADER_LEN};
 pub use view::{MessageView, Question, QuestionWire, Questions, RecordView, Records};
 
