@@ -73,6 +73,11 @@ pub struct ServeArgs {
     /// `[server] storage`.
     #[arg(long, value_name = "FILE")]
     pub storage: Option<PathBuf>,
+    /// Once serving, write the PID, the bound addresses (`dns ADDR:PORT` per
+    /// listen address, UDP and TCP on the same port; `prometheus ADDR:PORT`)
+    /// and a last line `ready` to FILE, so that port 0 can be used.
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]

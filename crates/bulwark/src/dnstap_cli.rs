@@ -246,6 +246,14 @@ impl Listener {
         }
     }
 
+    /// What it listens on, with a TCP port 0 resolved to the port bound.
+    fn bound(&self, listen: &Listen) -> Listen {
+        match (self, listen) {
+            (Listener::Tcp(l), Listen::Tcp(a)) => Listen::Tcp(l.local_addr().unwrap_or(*a)),
+            (_, other) => other.clone(),
+        }
+    }
+
     async fn accept(&self) -> io::Result<(Conn, String)> {
         let (conn, peer) = match self {
             Listener::Unix(l) => {
@@ -324,7 +332,12 @@ async fn receive(
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let listener = Listener::bind(listen)?;
-    eprintln!("bulwark dnstap capture: listening on {listen}");
+    // The address bound, so that `--tcp 127.0.0.1:0` can be used: whoever
+    // started the capture reads its port here.
+    eprintln!(
+        "bulwark dnstap capture: listening on {}",
+        listener.bound(listen)
+    );
     let mut written: u64 = 0;
     loop {
         if count.is_some_and(|n| written >= n) {

@@ -34,6 +34,7 @@ mod parent_ds;
 mod policy;
 mod privileges;
 mod query_log;
+mod ready_file;
 mod replication;
 mod server;
 mod service;

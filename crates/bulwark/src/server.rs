@@ -183,24 +183,53 @@ fn keepalive_units(idle: std::time::Duration) -> u16 {
     u16::try_from(idle.as_millis() / 100).unwrap_or(u16::MAX)
 }
 
+/// Fresh ports tried for a listen address of port 0 whose UDP side is taken.
+const EPHEMERAL_PORT_TRIES: u32 = 8;
+
 /// Binds TCP, then UDP (one socket per worker) on every address. TCP goes first:
 /// its listener does not share ports, so a second server on the same address
 /// fails here instead of silently splitting the UDP traffic through SO_REUSEPORT.
+///
+/// A port of 0 takes the port the kernel gives the TCP listener for UDP too
+/// (one port per address, as clients expect). When some other socket already
+/// holds that port for UDP, a fresh TCP port is taken (while the old one is
+/// still held, so the kernel cannot hand it back) and UDP tried again.
 fn bind_all(
     addrs: &[SocketAddr],
     threads: usize,
 ) -> Result<(UdpListeners, Vec<std::net::TcpListener>), NetError> {
-    let tcp = addrs
+    let mut tcp = addrs
         .iter()
         .map(|a| bind_tcp(*a))
         .collect::<Result<Vec<_>, _>>()?;
-    let bound: Vec<SocketAddr> = tcp
-        .iter()
-        .zip(addrs)
-        .map(|(l, a)| l.local_addr().unwrap_or(*a))
-        .collect();
-    let udp = bind_udp(&bound, threads)?;
-    Ok((udp, tcp))
+    let mut fresh_ports = 0;
+    loop {
+        let bound: Vec<SocketAddr> = tcp
+            .iter()
+            .zip(addrs)
+            .map(|(l, a)| l.local_addr().unwrap_or(*a))
+            .collect();
+        let err = match bind_udp(&bound, threads) {
+            Ok(udp) => return Ok((udp, tcp)),
+            Err(e) => e,
+        };
+        let taken_ephemeral = match &err {
+            NetError::Bind { proto, addr, .. } if *proto == "udp" && err.is_addr_in_use() => bound
+                .iter()
+                .zip(addrs)
+                .position(|(b, configured)| b == addr && configured.port() == 0),
+            _ => None,
+        };
+        let Some(i) = taken_ephemeral.filter(|_| fresh_ports < EPHEMERAL_PORT_TRIES) else {
+            return Err(err);
+        };
+        fresh_ports = fresh_ports.saturating_add(1);
+        let (Some(configured), Some(slot)) = (addrs.get(i), tcp.get_mut(i)) else {
+            return Err(err);
+        };
+        tracing::debug!(port = ?bound.get(i), "UDP port taken; trying another for port 0");
+        *slot = bind_tcp(*configured)?;
+    }
 }
 
 /// The demo's listener: 127.0.0.1:5300, or the next free port.
@@ -232,6 +261,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(file) = &settings.config_file {
         tracing::info!(file = %file.display(), "configuration loaded");
     }
+    // Emptied now, before privileges are dropped: see `ready_file`.
+    let mut ready_file = match &args.ready_file {
+        Some(path) => Some(crate::ready_file::ReadyFile::open(path)?),
+        None => None,
+    };
 
     let demo_zone = if demo_mode {
         Some(DemoZone::write().context("cannot write the demo zone to a temporary file")?)
@@ -450,10 +484,20 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     tracing::info!("ready");
+    if let Some(file) = ready_file.as_mut() {
+        file.write_ready(&crate::ready_file::Bound {
+            dns: &addrs,
+            prometheus: crate::metrics_http::listening(),
+            control: settings.control_socket.as_deref(),
+        });
+    }
     crate::service::notify_ready();
 
     runtime.block_on(shutdown.wait());
     crate::service::notify_stopping();
+    if let Some(file) = ready_file.take() {
+        file.withdraw();
+    }
     let workers = app.udp.lock().ok().and_then(|mut g| g.take());
     if let Some(w) = workers {
         let s = w.join();
@@ -476,4 +520,34 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(demo_zone);
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn port_zero_binds_udp_and_tcp_on_one_port_per_address() {
+        let addrs: Vec<SocketAddr> = vec![
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.2:0".parse().unwrap(),
+        ];
+        let (udp, tcp) = bind_all(&addrs, 2).unwrap();
+        let udp_addrs = udp.local_addrs();
+        assert_eq!(udp_addrs.len(), 2);
+        for ((u, t), asked) in udp_addrs.iter().zip(&tcp).zip(&addrs) {
+            assert_ne!(u.port(), 0);
+            assert_eq!(*u, t.local_addr().unwrap());
+            assert_eq!(u.ip(), asked.ip());
+        }
+    }
+
+    #[test]
+    fn a_fixed_port_already_held_for_udp_is_an_error_not_another_port() {
+        let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = held.local_addr().unwrap();
+        let err = bind_all(&[addr], 1).unwrap_err();
+        assert!(err.is_addr_in_use(), "{err}");
+    }
 }

@@ -174,29 +174,22 @@ fn bad_network_and_unknown_acl_name_are_reported_at_file_line_column() {
 fn listener_table_applies_its_own_acl_on_its_address_only() {
     let dir = support::temp_dir("bulwark-acl-listener-");
     std::fs::write(dir.path().join("open.test.zone"), zone("open.test.")).unwrap();
-    let port = support::free_port();
-    let plain: SocketAddr = ([127, 0, 0, 1], port).into();
-    let guarded: SocketAddr = ([127, 0, 0, 2], port).into();
+    // Port 0 on both: each gets a port of its own, read from the ready file.
     let conf = dir.path().join("bulwark.toml");
     std::fs::write(
         &conf,
-        format!(
-            "[server]\nlisten = [\"{plain}\"]\n\n[acl.insiders]\nallow = [\"127.0.2.0/24\"]\n\n\
-             [[listener]]\naddress = \"{guarded}\"\nacl = \"insiders\"\n\n\
-             [[zone]]\norigin = \"open.test.\"\nfile = \"open.test.zone\"\n"
-        ),
+        "[server]\nlisten = [\"127.0.0.1:0\"]\n\n[acl.insiders]\nallow = [\"127.0.2.0/24\"]\n\n\
+         [[listener]]\naddress = \"127.0.0.2:0\"\nacl = \"insiders\"\n\n\
+         [[zone]]\norigin = \"open.test.\"\nfile = \"open.test.zone\"\n",
     )
     .unwrap();
-    let process = support::ChildGuard::spawn(
-        "bulwark",
-        &support::bulwark_bin(),
-        &[
-            "serve".to_string(),
-            "--config".to_string(),
-            conf.to_str().unwrap().to_string(),
-        ],
-        dir.path().join("bulwark.log"),
-    );
+    let args = ["serve", "--config", conf.to_str().unwrap()].map(String::from);
+    let (process, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
+    let [plain, guarded] = bound.dns[..] else {
+        panic!("two listen addresses: {bound:?}");
+    };
+    assert_eq!(plain.ip(), std::net::Ipv4Addr::new(127, 0, 0, 1));
+    assert_eq!(guarded.ip(), std::net::Ipv4Addr::new(127, 0, 0, 2));
     let mut server = support::Server {
         process,
         addr: plain,

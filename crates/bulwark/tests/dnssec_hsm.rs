@@ -34,10 +34,7 @@ impl Hsm {
     /// `None` when softhsm2 is absent outside CI.
     fn new() -> Option<Hsm> {
         let util = require_tool("softhsm2-util")?;
-        assert!(
-            Path::new(SOFTHSM_MODULE).exists() || !support::in_ci(),
-            "{SOFTHSM_MODULE} is missing"
-        );
+        support::require_file(SOFTHSM_MODULE, "softhsm2")?;
         let dir = temp_dir("softhsm-");
         let tokens = dir.path().join("tokens");
         fs::create_dir(&tokens).unwrap();
@@ -369,11 +366,11 @@ fn a_policy_with_keystore_pkcs11_serves_a_zone_signed_in_the_token() {
     .unwrap();
     assert_eq!(answer.rdata_of("DNSKEY").len(), 2, "{answer}");
 
-    let Some(_) = require_tool("python3") else {
+    let Some(python) = support::require_python_module("dns.dnssec") else {
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dnssec_check.py");
-    let out = Command::new("/usr/bin/python3")
+    let out = Command::new(python)
         .arg(script)
         .arg(server.addr.ip().to_string())
         .arg(server.addr.port().to_string())

@@ -245,20 +245,29 @@ fn the_interop_checks_pass_against_named() {
 /// containers.
 #[test]
 fn bulwark_answers_on_ipv6_loopback_too() {
-    let Ok(probe) = std::net::UdpSocket::bind("[::1]:0") else {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
         eprintln!("SKIPPED: no IPv6 loopback on this machine");
         return;
-    };
-    let port6 = probe.local_addr().unwrap().port();
-    drop(probe);
+    }
     let zone = zone_file();
-    let addr6: SocketAddr = (std::net::Ipv6Addr::LOCALHOST, port6).into();
-    let server = support::spawn_bulwark(
-        &[(ORIGIN, zone.as_path())],
-        &["--listen", &addr6.to_string()],
-    );
+    // Port 0 on both: the ready file names the port each got.
+    let args = [
+        "serve".to_string(),
+        "--listen".to_string(),
+        "127.0.0.1:0".to_string(),
+        "--listen".to_string(),
+        "[::1]:0".to_string(),
+        "--zone".to_string(),
+        format!("{ORIGIN}={}", zone.display()),
+    ];
+    let dir = support::temp_dir("bulwark-v6-");
+    let (_server, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
+    let [addr4, addr6] = bound.dns[..] else {
+        panic!("two listen addresses: {bound:?}");
+    };
+    assert!(addr4.is_ipv4() && addr6.is_ipv6(), "{bound:?}");
     let spec = support::QuerySpec::new("www.diff.test.", hickory_proto::rr::RecordType::A);
-    for addr in [server.addr, addr6] {
+    for addr in [addr4, addr6] {
         for transport in [support::Transport::Udp, support::Transport::Tcp] {
             let answer =
                 support::query_retry(addr, &spec, transport, std::time::Duration::from_secs(2), 3)

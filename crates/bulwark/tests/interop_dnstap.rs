@@ -384,12 +384,11 @@ fn capture_receives_from_unbound() {
 fn bulwark_feeds_capture_over_tcp() {
     let dir = temp_dir("dnstap-tcp-");
     let file = dir.path().join("captured.fstrm");
-    let listen = format!("127.0.0.1:{}", free_port());
     let args: Vec<String> = [
         "dnstap",
         "capture",
         "--tcp",
-        &listen,
+        "127.0.0.1:0",
         "-w",
         file.to_str().unwrap(),
     ]
@@ -401,10 +400,16 @@ fn bulwark_feeds_capture_over_tcp() {
         &args,
         dir.path().join("cap.log"),
     );
+    // Port 0: the capture names the port it got when it starts listening.
+    let mut listen = None;
     wait_until("the capture listener", || {
-        capture.log().contains("listening on")
+        listen = capture
+            .log()
+            .lines()
+            .find_map(|l| Some(l.split_once("listening on tcp:")?.1.trim().to_string()));
+        listen.is_some()
     });
-    let dest = format!("tcp:{listen}");
+    let dest = format!("tcp:{}", listen.unwrap());
     let mut server = spawn_bulwark(&[("diff.test.", &diff_zone())], &["--dnstap", &dest]);
     wait_until("bulwark's START", || capture.log().contains("receiving"));
     send_queries(server.addr, Transport::Udp);

@@ -37,60 +37,37 @@ struct Controlled {
     _dir: tempfile::TempDir,
 }
 
+/// The control socket is bound before the server writes its ready file, and
+/// `spawn_bulwark` waits for that file: the socket is there on return.
 fn start() -> Controlled {
-    const ATTEMPTS: u32 = 3;
-    for attempt in 1..=ATTEMPTS {
-        let dir = support::temp_dir("bulwark-ctl-");
-        let zone = dir.path().join("zone.db");
-        std::fs::write(&zone, zone_text(7, "")).unwrap();
-        let socket = dir.path().join("control.sock");
-        let config = dir.path().join("bulwark.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[server]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"zone.db\"\n",
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let config_arg = config.display().to_string();
-        let mut server = support::spawn_bulwark(&[], &["--config", config_arg.as_str()]);
-        match wait_socket(&socket, &mut server) {
-            Ok(()) => {
-                return Controlled {
-                    server,
-                    socket,
-                    zone,
-                    config,
-                    _dir: dir,
-                }
-            }
-            // The DNS port was taken between free_port and the bind (by
-            // another test's server, which may have answered the readiness
-            // probe): start over on a new port.
-            Err(log) if attempt < ATTEMPTS && log.contains("in use") => {}
-            Err(log) => panic!("no control socket at {}:\n{log}", socket.display()),
-        }
+    let dir = support::temp_dir("bulwark-ctl-");
+    let zone = dir.path().join("zone.db");
+    std::fs::write(&zone, zone_text(7, "")).unwrap();
+    let socket = dir.path().join("control.sock");
+    let config = dir.path().join("bulwark.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"zone.db\"\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let config_arg = config.display().to_string();
+    let server = support::spawn_bulwark(&[], &["--config", config_arg.as_str()]);
+    assert!(
+        socket.exists(),
+        "no control socket at {}:\n{}",
+        socket.display(),
+        server.process.log()
+    );
+    Controlled {
+        server,
+        socket,
+        zone,
+        config,
+        _dir: dir,
     }
-    unreachable!("every attempt returns or panics")
-}
-
-/// Until the control socket exists while the server runs; the server's log
-/// if it exits first or the deadline passes.
-fn wait_socket(socket: &Path, server: &mut Server) -> Result<(), String> {
-    let deadline = std::time::Instant::now() + support::STARTUP_DEADLINE;
-    while !socket.exists() {
-        // Waits a moment for the process to exit, returning early if it does.
-        if server
-            .process
-            .wait_exit(Duration::from_millis(20))
-            .is_some()
-            || std::time::Instant::now() > deadline
-        {
-            return Err(server.process.log());
-        }
-    }
-    Ok(())
 }
 
 fn ctl(socket: &Path, words: &[&str]) -> Output {

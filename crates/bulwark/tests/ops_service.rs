@@ -197,10 +197,11 @@ fn notify_socket_hears_ready_reloading_and_stopping_with_the_main_pid() {
     socket
         .set_read_timeout(Some(support::STARTUP_DEADLINE))
         .unwrap();
-    let port = support::free_port();
+    let ready_file = dir.path().join("ready");
     let child = Command::new(support::bulwark_bin())
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--zone"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--zone"])
         .arg(format!("{ZONE_ORIGIN}={}", zone_file().display()))
+        .args(support::ready_file_args(&ready_file))
         .env("NOTIFY_SOCKET", &socket_path)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -214,8 +215,14 @@ fn notify_socket_hears_ready_reloading_and_stopping_with_the_main_pid() {
     let ready = notification(&socket);
     assert!(ready.contains(&"READY=1".to_string()), "{ready:?}");
     assert!(ready.contains(&main_pid), "{ready:?}");
-    // READY=1 means serving: a query is answered at once.
-    let addr = ([127, 0, 0, 1], port).into();
+    // The ready file is complete before READY=1 is sent, and READY=1 means
+    // serving: a query to the port it names is answered at once.
+    let bound = std::fs::read_to_string(&ready_file)
+        .ok()
+        .and_then(|text| support::Bound::parse(&text))
+        .expect("a complete ready file by READY=1");
+    assert_eq!(bound.pid, pid);
+    let addr = bound.dns[0];
     let a = support::query(
         addr,
         &QuerySpec::new(ZONE_ORIGIN, RecordType::SOA),
@@ -450,15 +457,20 @@ fn every_bulwark_snippet_in_the_migration_guide_is_a_valid_configuration() {
 }
 
 /// `bulwark serve` run as `nobody` through setpriv(1), with `config` as its
-/// configuration file (readable by nobody) and the test zone.
-fn serve_as_nobody(setpriv: &Path, config: &str) -> Server {
+/// configuration file (readable by nobody) and the test zone, on port 0.
+/// With `ready`, returns once its ready file names the port it got (kept in
+/// a directory nobody may write); otherwise at once, `addr` unknown.
+fn serve_as_nobody(setpriv: &Path, config: &str, ready: bool) -> Server {
     use std::os::unix::fs::PermissionsExt;
     let dir = support::temp_dir("bulwark-ops-");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let conf = dir.path().join("bulwark.toml");
     std::fs::write(&conf, config).unwrap();
     std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let ready_file = run.join("ready");
     let mut args: Vec<String> = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
         .map(String::from)
         .to_vec();
@@ -467,12 +479,18 @@ fn serve_as_nobody(setpriv: &Path, config: &str) -> Server {
     args.push(conf.display().to_string());
     args.extend([
         "--listen".to_string(),
-        addr.to_string(),
+        "127.0.0.1:0".to_string(),
         "--zone".to_string(),
     ]);
     args.push(format!("{ZONE_ORIGIN}={}", zone_file().display()));
+    args.extend(support::ready_file_args(&ready_file));
     let log = dir.path().join("bulwark.log");
-    let process = support::ChildGuard::spawn("bulwark", setpriv, &args, log);
+    let mut process = support::ChildGuard::spawn("bulwark", setpriv, &args, log);
+    let addr = if ready {
+        support::wait_ready_file(&mut process, &ready_file).dns[0]
+    } else {
+        ([127, 0, 0, 1], 0).into()
+    };
     Server { process, addr, dir }
 }
 
@@ -486,7 +504,7 @@ fn started_as_another_user_it_keeps_its_own_identity_and_refuses_a_different_one
         return;
     };
     // Already the configured user: nothing to switch, it serves.
-    let mut server = serve_as_nobody(&setpriv, "[server]\nuser = \"nobody\"\n");
+    let mut server = serve_as_nobody(&setpriv, "[server]\nuser = \"nobody\"\n", true);
     server.wait_ready(ZONE_ORIGIN, RecordType::SOA, |a| a.rcode == 0);
     let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
     let status = PathBuf::from(format!("/proc/{}/status", server.process.pid()));
@@ -494,7 +512,7 @@ fn started_as_another_user_it_keeps_its_own_identity_and_refuses_a_different_one
     drop(server);
 
     // Someone else: only root can switch, so it stops with a clear error.
-    let mut server = serve_as_nobody(&setpriv, "[server]\nuser = \"daemon\"\n");
+    let mut server = serve_as_nobody(&setpriv, "[server]\nuser = \"daemon\"\n", false);
     let status = server
         .process
         .wait_exit(support::STARTUP_DEADLINE)

@@ -61,7 +61,8 @@ impl Node {
         let dir = support::temp_dir(&format!("bulwark-catalog-{name}-"));
         Node {
             name,
-            addr: ([127, 0, 0, 1], support::free_port()).into(),
+            // Port 0 until it starts and reports the port it got.
+            addr: ([127, 0, 0, 1], 0).into(),
             config: dir.path().join("bulwark.toml"),
             dir,
             process: None,
@@ -69,21 +70,20 @@ impl Node {
     }
 
     fn log_path(&self) -> PathBuf {
-        self.dir.path().join("bulwark.log")
+        self.dir.path().join(format!("{}.log", self.name))
     }
 
+    /// Starts the server (its configuration listens on port 0) and learns
+    /// its address from the ready file.
     fn start(&mut self) {
         let args = vec![
             "serve".to_string(),
             "--config".to_string(),
             self.config.display().to_string(),
         ];
-        self.process = Some(ChildGuard::spawn(
-            self.name,
-            &support::bulwark_bin(),
-            &args,
-            self.log_path(),
-        ));
+        let (process, bound) = support::start_bulwark(&args, &[], self.dir.path(), self.name);
+        self.addr = bound.dns[0];
+        self.process = Some(process);
     }
 
     fn process(&mut self) -> &mut ChildGuard {
@@ -131,19 +131,24 @@ impl Setup {
         let primary = Node::new("primary");
         let secondary = Node::new("secondary");
         std::fs::create_dir(primary.dir.path().join("zones")).unwrap();
+        Setup { primary, secondary }
+    }
+
+    /// The secondary's configuration, once the primary's port is known.
+    fn write_secondary_config(&self) {
+        assert_ne!(self.primary.addr.port(), 0, "the primary runs");
         std::fs::write(
-            &secondary.config,
+            &self.secondary.config,
             format!(
-                "[server]\nlisten = [\"{}\"]\nthreads = 1\nstorage = \"secondary.db\"\n\n\
+                "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nstorage = \"secondary.db\"\n\n\
                  [remote.primary]\naddress = \"{}\"\n\n\
                  [template.member]\nprimaries = [\"primary\"]\n\n\
                  [[zone]]\norigin = \"{CATALOG}\"\nprimaries = [\"primary\"]\n\
                  catalog_role = \"consume\"\ncatalog_template = \"member\"\n",
-                secondary.addr, primary.addr
+                self.primary.addr
             ),
         )
         .unwrap();
-        Setup { primary, secondary }
     }
 
     fn logs(&self) -> String {
@@ -170,15 +175,29 @@ impl Setup {
     /// change, and they do not change here. The primary keeps its default
     /// TCP caps (20 connections per client): the secondary must queue its
     /// thousand first transfers rather than open them all at once.
+    ///
+    /// The primary starts first, on port 0, before the secondary has a port:
+    /// until then there is no one to notify (the secondary's first refresh
+    /// needs none). The reloads that change the members bring the NOTIFY.
     fn write_primary_config(&self, members: &BTreeSet<u32>) {
+        let notify = if self.secondary.addr.port() == 0 {
+            String::new()
+        } else {
+            format!(
+                "[remote.secondary]\naddress = \"{}\"\n\n",
+                self.secondary.addr
+            )
+        };
         let mut conf = format!(
-            "[server]\nlisten = [\"{}\"]\nthreads = 1\nstorage = \"primary.db\"\n\n\
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nstorage = \"primary.db\"\n\n\
              [acl.loopback]\nallow = [\"127.0.0.0/8\"]\n\n\
-             [remote.secondary]\naddress = \"{}\"\n\n\
+             {notify}\
              [[zone]]\norigin = \"{CATALOG}\"\ncatalog_role = \"generate\"\n\
-             allow_transfer = [\"loopback\"]\nnotify = [\"secondary\"]\n",
-            self.primary.addr, self.secondary.addr
+             allow_transfer = [\"loopback\"]\n"
         );
+        if !notify.is_empty() {
+            conf.push_str("notify = [\"secondary\"]\n");
+        }
         for &i in members {
             write!(
                 conf,
@@ -342,6 +361,7 @@ fn a_catalog_of_a_thousand_members_provisions_a_secondary_and_follows_removal_an
     setup.primary.start();
     wait_primary_ready(&mut setup.primary, &member(MEMBERS), MEMBERS);
     let primary_up = started.elapsed();
+    setup.write_secondary_config();
     let started = Instant::now();
     setup.secondary.start();
     let mut pending = members.clone();

@@ -185,12 +185,13 @@ struct Primary {
     zone_file: PathBuf,
     /// Every log written so far, one per start, for failure messages.
     logs: Vec<PathBuf>,
+    /// The zone's `zonefile_sync`, for rewriting the configuration.
+    zonefile_sync: String,
 }
 
 impl Primary {
     fn new(zonefile_sync: &str) -> Primary {
         let dir = support::temp_dir("bulwark-durability-");
-        let addr: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
         let zone_file = dir.path().join("example.com.zone");
         std::fs::write(
             &zone_file,
@@ -200,10 +201,25 @@ impl Primary {
         )
         .unwrap();
         let config = dir.path().join("bulwark.toml");
-        // Updates from loopback need no key: what is tested is durability,
-        // not authorisation. One thread, as the CI machine has two cores.
+        let primary = Primary {
+            dir,
+            // Port 0 until the first start reports the port it got.
+            addr: ([127, 0, 0, 1], 0).into(),
+            config,
+            zone_file,
+            logs: Vec::new(),
+            zonefile_sync: zonefile_sync.to_string(),
+        };
+        primary.write_config();
+        primary
+    }
+
+    /// Updates from loopback need no key: what is tested is durability,
+    /// not authorisation. One thread, as the CI machine has two cores.
+    fn write_config(&self) {
+        let (addr, zonefile_sync) = (self.addr, &self.zonefile_sync);
         std::fs::write(
-            &config,
+            &self.config,
             format!(
                 "[server]\nlisten = [\"{addr}\"]\nthreads = 1\nstorage = \"bulwark.db\"\n\n\
                  [acl.loopback]\nallow = [\"127.0.0.0/8\"]\n\n\
@@ -213,29 +229,26 @@ impl Primary {
             ),
         )
         .unwrap();
-        Primary {
-            dir,
-            addr,
-            config,
-            zone_file,
-            logs: Vec::new(),
-        }
     }
 
-    /// Starts the server on its configuration (same port every time) and
-    /// waits until it answers the zone's SOA authoritatively.
+    /// Starts the server on its configuration and waits until it answers the
+    /// zone's SOA authoritatively. The first start binds port 0 and the port
+    /// it got goes into the configuration: the update senders keep sending
+    /// to it, so every restart comes back on that port.
     fn start(&mut self) -> ChildGuard {
-        let log = self
-            .dir
-            .path()
-            .join(format!("bulwark-{}.log", self.logs.len()));
-        self.logs.push(log.clone());
+        let name = format!("bulwark-{}", self.logs.len());
+        self.logs.push(self.dir.path().join(format!("{name}.log")));
         let args = vec![
             "serve".to_string(),
             "--config".to_string(),
             self.config.display().to_string(),
         ];
-        let mut process = ChildGuard::spawn("bulwark", &support::bulwark_bin(), &args, log);
+        let (mut process, bound) = support::start_bulwark(&args, &[], self.dir.path(), &name);
+        if self.addr.port() == 0 {
+            self.addr = bound.dns[0];
+            self.write_config();
+        }
+        assert_eq!(bound.dns, [self.addr], "{}", self.logs());
         let deadline = Instant::now() + support::STARTUP_DEADLINE;
         let spec = QuerySpec::new(ORIGIN, RecordType::SOA);
         loop {

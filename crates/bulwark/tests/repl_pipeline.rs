@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use bulwark_xfr::serial::serial_gt;
 use hickory_proto::rr::RecordType;
 use support::{
-    bulwark_bin, free_port, query, require_tool, temp_dir, Answer, ChildGuard, EdnsSpec, QuerySpec,
-    Transport, ZoneVerifiers,
+    free_port, query, require_tool, start_bulwark, temp_dir, Answer, ChildGuard, EdnsSpec,
+    QuerySpec, Transport, ZoneVerifiers,
 };
 
 const ZONE: &str = "city.test.";
@@ -66,8 +66,8 @@ struct Pipeline {
     public: SocketAddr,
     // Dropped (killed by PID) in reverse order of start.
     nsd: Option<ChildGuard>,
-    bulwark: Option<ChildGuard>,
     knotd: Option<ChildGuard>,
+    bulwark: Option<ChildGuard>,
 }
 
 impl Pipeline {
@@ -278,23 +278,38 @@ fn nsd_conf(dir: &Path, public: SocketAddr, signer: SocketAddr) -> String {
     )
 }
 
-/// Starts knotd, then bulwark, then nsd, each once the one before serves.
+/// Starts bulwark (the signer), then knotd, then nsd. bulwark goes first:
+/// it listens on port 0, and knotd must be told the port it got to NOTIFY
+/// it; knotd's and nsd's ports (peers cannot report theirs) are picked
+/// before. bulwark asks knotd for the zone until knotd is up.
 fn start_pipeline() -> Option<Pipeline> {
     let knotd = require_tool("knotd")?;
     let knotc = require_tool("knotc")?;
     let nsd = require_tool("nsd")?;
     let dig = require_tool("dig")?;
     let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
-    let (primary, signer, public) = (local(free_port()), local(free_port()), local(free_port()));
+    let (primary, public) = (local(free_port()), local(free_port()));
     let dir = temp_dir("repl-pipeline-");
+
+    let signer_dir = dir.path().join("signer");
+    fs::create_dir(&signer_dir).unwrap();
+    let config = signer_dir.join("signer.toml");
+    fs::write(&config, bulwark_conf(local(0), primary, public)).unwrap();
+    let args = vec![
+        "serve".to_string(),
+        "--config".to_string(),
+        config.display().to_string(),
+    ];
+    let (bulwark, bound) = start_bulwark(&args, &[], &signer_dir, "bulwark");
+    let signer = bound.dns[0];
     let mut p = Pipeline {
         knotc,
         dig,
         signer,
         public,
         nsd: None,
-        bulwark: None,
         knotd: None,
+        bulwark: Some(bulwark),
         dir,
     };
 
@@ -326,22 +341,6 @@ fn start_pipeline() -> Option<Pipeline> {
             .then_some(())
             .ok_or(a.to_string())
     });
-
-    let signer_dir = p.dir.path().join("signer");
-    fs::create_dir(&signer_dir).unwrap();
-    let config = signer_dir.join("signer.toml");
-    fs::write(&config, bulwark_conf(signer, primary, public)).unwrap();
-    let args = vec![
-        "serve".to_string(),
-        "--config".to_string(),
-        config.display().to_string(),
-    ];
-    p.bulwark = Some(ChildGuard::spawn(
-        "bulwark",
-        &bulwark_bin(),
-        &args,
-        signer_dir.join("bulwark.log"),
-    ));
     p.wait_for("bulwark transfers the zone from knotd and signs it", || {
         signed_answer(signer, ZONE, RecordType::SOA).map(|_| ())
     });

@@ -121,13 +121,14 @@ struct RemoteSpec<'a> {
 
 /// Starts bulwark serving ORIGIN from a file, transfers and updates allowed
 /// only with the key, NOTIFY (signed) to every remote, the file written back
-/// at once after an update.
-fn start_primary(port: u16, remotes: &[RemoteSpec<'_>]) -> Primary {
+/// at once after an update. It listens on port 0: the secondaries, started
+/// after it, are given the port it reports.
+fn start_primary(remotes: &[RemoteSpec<'_>]) -> Primary {
     let dir = support::temp_dir("bulwark-repl-primary-");
     let zone_file = dir.path().join("example.com.zone");
     std::fs::write(&zone_file, ZONE_SERIAL_1).unwrap();
     let mut conf = format!(
-        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nstorage = \"bulwark.db\"\n\n\
+        "[server]\nlisten = [\"127.0.0.1:0\"]\nstorage = \"bulwark.db\"\n\n\
          [tsig_key.\"{KEY_NAME}\"]\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\n\
          [acl.keyed]\nallow = [\"127.0.0.0/8\"]\nkeys = [\"{KEY_NAME}\"]\n\n"
     );
@@ -155,27 +156,15 @@ fn start_primary(port: u16, remotes: &[RemoteSpec<'_>]) -> Primary {
         "--config".to_string(),
         conf_path.display().to_string(),
     ];
-    let mut process = ChildGuard::spawn(
-        "bulwark",
-        &support::bulwark_bin(),
-        &args,
-        dir.path().join("bulwark.log"),
+    let (process, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
+    let addr = bound.dns[0];
+    // Ready means the zones are loaded: it serves serial 1 now, or never.
+    assert_eq!(
+        soa_serial(addr),
+        Some(1),
+        "bulwark does not serve {ORIGIN}:\n{}",
+        process.log()
     );
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + DEADLINE;
-    while soa_serial(addr) != Some(1) {
-        if let Some(status) = process.exited() {
-            panic!("bulwark exited with {status}:\n{}", process.log());
-        }
-        let log = process.log();
-        assert!(!log.contains("zone failed to load"), "{log}");
-        assert!(
-            Instant::now() < deadline,
-            "bulwark did not serve {ORIGIN} within {DEADLINE:?}:\n{}",
-            process.log()
-        );
-        std::thread::sleep(POLL_PAUSE);
-    }
     Primary {
         process,
         addr,
@@ -527,7 +516,6 @@ fn assert_ixfr_to_all(
 #[test]
 fn knotd_nsd_and_named_follow_bulwark_by_axfr_then_ixfr_under_tsig() {
     let Some(tools) = Tools::find() else { return };
-    let primary_port = support::free_port();
     let ports = [
         support::free_port(),
         support::free_port(),
@@ -547,7 +535,7 @@ fn knotd_nsd_and_named_follow_bulwark_by_axfr_then_ixfr_under_tsig() {
             port: ports[2],
         },
     ];
-    let primary = start_primary(primary_port, &remotes);
+    let primary = start_primary(&remotes);
     let pa = primary.addr;
     let secondaries = [
         start_knotd(&tools.knotd, ports[0], Ipv4Addr::new(127, 0, 0, 12), pa),
@@ -572,7 +560,7 @@ fn knotd_nsd_and_named_follow_bulwark_by_axfr_then_ixfr_under_tsig() {
     // Change 1: an UPDATE signed with the key; serial_policy "increment".
     let marks = log_marks(&primary, &secondaries);
     let script = primary.dir.path().join("update.txt");
-    std::fs::write(&script, update_script(primary_port)).unwrap();
+    std::fs::write(&script, update_script(primary.addr.port())).unwrap();
     support::run_tool(
         &tools.nsupdate,
         &[
@@ -650,13 +638,10 @@ fn transfers_without_the_key_are_notauth_and_with_a_wrong_key_get_a_tsig_error()
         return;
     };
     // A remote on a port nobody listens on: NOTIFY goes nowhere, harmlessly.
-    let primary = start_primary(
-        support::free_port(),
-        &[RemoteSpec {
-            name: "nobody",
-            port: support::free_port(),
-        }],
-    );
+    let primary = start_primary(&[RemoteSpec {
+        name: "nobody",
+        port: support::free_port(),
+    }]);
 
     // RFC 5936 §6: a transfer the primary does not allow is refused; bulwark
     // answers NOTAUTH, as for any unauthorised transfer.

@@ -200,14 +200,15 @@ enum KnotJournal {
 impl Primary {
     /// knotd serving `zone` with TSIG required for transfers and, when
     /// `notify` is given, NOTIFY (signed) sent to that address.
+    /// `port` comes from `support::free_port` (knotd cannot report one).
     fn knot(
         dir: &Path,
+        port: u16,
         zone: &str,
         journal: KnotJournal,
         notify: Option<SocketAddr>,
     ) -> Option<Primary> {
         let knotd = support::require_tool("knotd")?;
-        let port = support::free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let zone_file = dir.join("example.test.zone");
         write_zone_file(&zone_file, zone);
@@ -262,9 +263,8 @@ impl Primary {
     /// named serving `zone` with TSIG required for transfers, NOTIFY (signed)
     /// sent to `notify`, and `ixfr-from-differences no`: a reloaded zone
     /// file leaves no increment, so named answers IXFR with the whole zone.
-    fn named(dir: &Path, zone: &str, notify: SocketAddr) -> Option<Primary> {
+    fn named(dir: &Path, port: u16, zone: &str, notify: SocketAddr) -> Option<Primary> {
         let named = support::require_tool("named")?;
-        let port = support::free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let zone_file = dir.join("example.test.zone");
         write_zone_file(&zone_file, zone);
@@ -324,17 +324,13 @@ impl Primary {
     }
 }
 
-/// Writes `dir/bulwark.toml`: `primary` as the zone's only primary, the key
-/// with `secret`, and transfers out allowed with the key (for the comparison
-/// with the primary's copy).
-fn write_secondary_config(
-    dir: &Path,
-    addr: SocketAddr,
-    primary: SocketAddr,
-    secret: &str,
-) -> PathBuf {
+/// Writes `dir/bulwark.toml`: port 0 (the port bulwark gets is read from its
+/// ready file), `primary` as the zone's only primary, the key with `secret`,
+/// and transfers out allowed with the key (for the comparison with the
+/// primary's copy).
+fn write_secondary_config(dir: &Path, primary: SocketAddr, secret: &str) -> PathBuf {
     let conf = format!(
-        "[server]\nlisten = [\"{addr}\"]\nthreads = 1\nstorage = \"bulwark.db\"\n\n\
+        "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nstorage = \"bulwark.db\"\n\n\
          [tsig_key.\"{KEY_NAME}\"]\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\n\
          [acl.xfr]\nallow = [\"127.0.0.0/8\"]\nkeys = [\"{KEY_NAME}\"]\n\n\
          [remote.pri]\naddress = \"{primary}\"\nkey = \"{KEY_NAME}\"\n\n\
@@ -349,30 +345,38 @@ fn write_secondary_config(
 /// configuration and storage.
 struct Secondary {
     daemon: Daemon,
+    /// Where it reports the port it got; `addr` is valid once started.
+    ready: PathBuf,
     addr: SocketAddr,
 }
 
 impl Secondary {
-    /// bulwark on `port` with `primary` as the zone's only primary, the key
+    /// bulwark on port 0 with `primary` as the zone's only primary, the key
     /// holding `secret`.
-    fn new(dir: &Path, port: u16, primary: SocketAddr, secret: &str) -> Secondary {
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let conf_path = write_secondary_config(dir, addr, primary, secret);
-        let args = vec![
+    fn new(dir: &Path, primary: SocketAddr, secret: &str) -> Secondary {
+        let conf_path = write_secondary_config(dir, primary, secret);
+        let ready = dir.join("bulwark.ready");
+        let mut args = vec![
             "serve".to_string(),
             "--config".to_string(),
             conf_path.display().to_string(),
         ];
+        args.extend(support::ready_file_args(&ready));
         Secondary {
             daemon: Daemon::new("bulwark", support::bulwark_bin(), args, dir),
-            addr,
+            ready,
+            addr: ([127, 0, 0, 1], 0).into(),
         }
     }
 
-    /// Starts bulwark and waits until it answers at all (SERVFAIL included:
-    /// it may not hold the zone yet). Returns that first answer.
+    /// Starts bulwark, reads the port it got (a new one at each start), and
+    /// waits until it answers at all (SERVFAIL included: it may not hold the
+    /// zone yet). Returns that first answer.
     fn start(&mut self) -> Answer {
+        let _ = fs::remove_file(&self.ready);
         self.daemon.start();
+        let process = self.daemon.process.as_mut().unwrap();
+        self.addr = support::wait_ready_file(process, &self.ready).dns[0];
         let addr = self.addr;
         let mut first = None;
         wait_until("bulwark answers queries", &mut [&mut self.daemon], || {
@@ -381,6 +385,11 @@ impl Secondary {
         });
         first.unwrap()
     }
+}
+
+/// A loopback address.
+fn local(port: u16) -> SocketAddr {
+    ([127, 0, 0, 1], port).into()
 }
 
 // ---------------------------------------------------------------------------
@@ -511,10 +520,14 @@ fn knot_primary_gives_the_first_copy_by_axfr_and_a_notified_change_by_ixfr() {
     let (pdir, sdir) = (dir.path().join("knot"), dir.path().join("bulwark"));
     fs::create_dir_all(&pdir).unwrap();
     fs::create_dir_all(&sdir).unwrap();
-    let sec_port = support::free_port();
-    let sec_addr: SocketAddr = ([127, 0, 0, 1], sec_port).into();
+    // bulwark first: Knot must be told the port it got, to NOTIFY it.
+    let primary_port = support::free_port();
+    let mut secondary = Secondary::new(&sdir, local(primary_port), SECRET);
+    secondary.start();
+    let sec_addr = secondary.addr;
     let Some(mut primary) = Primary::knot(
         &pdir,
+        primary_port,
         &zone_text(1, SLOW, 1),
         KnotJournal::Differences,
         Some(sec_addr),
@@ -522,8 +535,6 @@ fn knot_primary_gives_the_first_copy_by_axfr_and_a_notified_change_by_ixfr() {
         return;
     };
     primary.start();
-    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
-    secondary.start();
 
     wait_until(
         "bulwark serves serial 1",
@@ -574,10 +585,10 @@ fn knot_primary_gives_the_first_copy_by_axfr_and_a_notified_change_by_ixfr() {
 
 /// Where the primary holds no increment, it answers IXFR with the whole
 /// zone (RFC 1995 §4); bulwark must end with the same zone all the same.
+/// `secondary` already runs (the primary's NOTIFY goes to the port it got).
 fn check_full_zone_answer_to_ixfr(mut primary: Primary, mut secondary: Secondary) {
     let sec_addr = secondary.addr;
     primary.start();
-    secondary.start();
     wait_until(
         "bulwark serves serial 1",
         &mut [&mut secondary.daemon, &mut primary.daemon],
@@ -614,12 +625,14 @@ fn bind_primary_without_ixfr_from_differences_sends_the_whole_zone_and_bulwark_t
     let (pdir, sdir) = (dir.path().join("named"), dir.path().join("bulwark"));
     fs::create_dir_all(&pdir).unwrap();
     fs::create_dir_all(&sdir).unwrap();
-    let sec_port = support::free_port();
-    let sec_addr: SocketAddr = ([127, 0, 0, 1], sec_port).into();
-    let Some(primary) = Primary::named(&pdir, &zone_text(1, SLOW, 1), sec_addr) else {
+    // bulwark first: named must be told the port it got, to NOTIFY it.
+    let primary_port = support::free_port();
+    let mut secondary = Secondary::new(&sdir, local(primary_port), SECRET);
+    secondary.start();
+    let Some(primary) = Primary::named(&pdir, primary_port, &zone_text(1, SLOW, 1), secondary.addr)
+    else {
         return;
     };
-    let secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
     let named_log = pdir.join("named-1.log");
     let bulwark_log = sdir.join("bulwark-1.log");
     check_full_zone_answer_to_ixfr(primary, secondary);
@@ -642,17 +655,19 @@ fn knot_primary_without_a_journal_sends_the_whole_zone_and_bulwark_takes_it() {
     let (pdir, sdir) = (dir.path().join("knot"), dir.path().join("bulwark"));
     fs::create_dir_all(&pdir).unwrap();
     fs::create_dir_all(&sdir).unwrap();
-    let sec_port = support::free_port();
-    let sec_addr: SocketAddr = ([127, 0, 0, 1], sec_port).into();
+    // bulwark first: Knot must be told the port it got, to NOTIFY it.
+    let primary_port = support::free_port();
+    let mut secondary = Secondary::new(&sdir, local(primary_port), SECRET);
+    secondary.start();
     let Some(primary) = Primary::knot(
         &pdir,
+        primary_port,
         &zone_text(1, SLOW, 1),
         KnotJournal::None,
-        Some(sec_addr),
+        Some(secondary.addr),
     ) else {
         return;
     };
-    let secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
     let knot_log = pdir.join("knotd-1.log");
     check_full_zone_answer_to_ixfr(primary, secondary);
     let knot_log = fs::read_to_string(knot_log).unwrap();
@@ -678,6 +693,7 @@ fn a_wrong_tsig_key_gets_no_zone_and_the_right_one_after_a_reload_does() {
     fs::create_dir_all(&sdir).unwrap();
     let Some(mut primary) = Primary::knot(
         &pdir,
+        support::free_port(),
         &zone_text(1, SLOW, 1),
         KnotJournal::Differences,
         None,
@@ -686,10 +702,9 @@ fn a_wrong_tsig_key_gets_no_zone_and_the_right_one_after_a_reload_does() {
     };
     primary.start();
 
-    let sec_port = support::free_port();
-    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, WRONG_SECRET);
-    let sec_addr = secondary.addr;
+    let mut secondary = Secondary::new(&sdir, primary.addr, WRONG_SECRET);
     secondary.start();
+    let sec_addr = secondary.addr;
     let log_path = secondary.daemon.log_path(1);
     let mut failure = String::new();
     wait_until(
@@ -727,7 +742,7 @@ fn a_wrong_tsig_key_gets_no_zone_and_the_right_one_after_a_reload_does() {
     );
 
     // The same server, its key fixed in the file and reloaded.
-    write_secondary_config(&sdir, sec_addr, primary.addr, SECRET);
+    write_secondary_config(&sdir, primary.addr, SECRET);
     secondary.daemon.process.as_ref().unwrap().signal("HUP");
     wait_until(
         "bulwark with the right key serves the zone",
@@ -750,6 +765,7 @@ fn a_copy_expires_without_its_primary_and_is_served_again_when_the_primary_retur
     fs::create_dir_all(&sdir).unwrap();
     let Some(mut primary) = Primary::knot(
         &pdir,
+        support::free_port(),
         &zone_text(1, FAST, 1),
         KnotJournal::Differences,
         None,
@@ -757,10 +773,9 @@ fn a_copy_expires_without_its_primary_and_is_served_again_when_the_primary_retur
         return;
     };
     primary.start();
-    let sec_port = support::free_port();
-    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
-    let sec_addr = secondary.addr;
+    let mut secondary = Secondary::new(&sdir, primary.addr, SECRET);
     secondary.start();
+    let sec_addr = secondary.addr;
     wait_until(
         "bulwark serves serial 1",
         &mut [&mut secondary.daemon, &mut primary.daemon],
@@ -812,6 +827,7 @@ fn a_restarted_secondary_serves_its_stored_copy_without_the_primary() {
     fs::create_dir_all(&sdir).unwrap();
     let Some(mut primary) = Primary::knot(
         &pdir,
+        support::free_port(),
         &zone_text(1, SLOW, 1),
         KnotJournal::Differences,
         None,
@@ -819,10 +835,9 @@ fn a_restarted_secondary_serves_its_stored_copy_without_the_primary() {
         return;
     };
     primary.start();
-    let sec_port = support::free_port();
-    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
-    let sec_addr = secondary.addr;
+    let mut secondary = Secondary::new(&sdir, primary.addr, SECRET);
     secondary.start();
+    let sec_addr = secondary.addr;
     wait_until(
         "bulwark serves serial 1",
         &mut [&mut secondary.daemon, &mut primary.daemon],
@@ -845,7 +860,8 @@ fn a_restarted_secondary_serves_its_stored_copy_without_the_primary() {
         "the restarted bulwark did not serve its stored copy at once: {first}\n{}",
         secondary.daemon.logs()
     );
-    let after = axfr(sec_addr);
+    // A new process, a new port.
+    let after = axfr(secondary.addr);
     assert_eq!(after, before, "the stored copy differs from the one served");
     let log = secondary.daemon.current_log();
     assert!(
@@ -867,6 +883,7 @@ fn a_primary_that_does_not_answer_is_passed_over_for_the_next() {
     fs::create_dir_all(&sdir).unwrap();
     let Some(mut primary) = Primary::knot(
         &pdir,
+        support::free_port(),
         &zone_text(1, SLOW, 1),
         KnotJournal::Differences,
         None,
@@ -876,14 +893,13 @@ fn a_primary_that_does_not_answer_is_passed_over_for_the_next() {
     primary.start();
     // A port nothing listens on: connections are refused at once.
     let dead: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
-    let sec_port = support::free_port();
-    let mut secondary = Secondary::new(&sdir, sec_port, primary.addr, SECRET);
+    let mut secondary = Secondary::new(&sdir, primary.addr, SECRET);
     let conf = fs::read_to_string(sdir.join("bulwark.toml")).unwrap();
     let conf = conf.replace("primaries = [\"pri\"]", "primaries = [\"dead\", \"pri\"]")
         + &format!("\n[remote.dead]\naddress = \"{dead}\"\nkey = \"{KEY_NAME}\"\n");
     fs::write(sdir.join("bulwark.toml"), conf).unwrap();
-    let sec_addr = secondary.addr;
     secondary.start();
+    let sec_addr = secondary.addr;
     wait_until(
         "bulwark serves serial 1 from the second primary",
         &mut [&mut secondary.daemon, &mut primary.daemon],

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::rr::RecordType;
 use support::{
-    bulwark_bin, free_port, query, require_tool, temp_dir, Answer, ChildGuard, EdnsSpec, QuerySpec,
-    Transport, ZoneVerifiers,
+    query, require_tool, temp_dir, Answer, ChildGuard, EdnsSpec, QuerySpec, Transport,
+    ZoneVerifiers,
 };
 
 const PLAIN: &str = "upd.test.";
@@ -79,12 +79,11 @@ impl Primary {
     fn start() -> Option<Primary> {
         let nsupdate = require_tool("nsupdate")?;
         let dir = temp_dir("repl-update-");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         fs::write(dir.path().join("upd.zone"), zone_text(PLAIN)).unwrap();
         fs::write(dir.path().join("signed.zone"), zone_text(SIGNED)).unwrap();
         // serial_policy is left at its default, "increment".
         let config = format!(
-            "[server]\nlisten = [\"{addr}\"]\nthreads = 1\nstorage = \"bulwark.db\"\n\
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nstorage = \"bulwark.db\"\n\
              key_directory = \"keys\"\n\n\
              [tsig_key.\"{KEY_NAME}\"]\nalgorithm = \"hmac-sha256\"\nsecret = \"{KEY_SECRET}\"\n\n\
              [acl.updaters]\nallow = [\"127.0.0.0/8\"]\nkeys = [\"{KEY_NAME}\"]\n\n\
@@ -101,15 +100,11 @@ impl Primary {
             "--config".to_string(),
             config_path.display().to_string(),
         ];
-        let process = ChildGuard::spawn(
-            "bulwark",
-            &bulwark_bin(),
-            &args,
-            dir.path().join("bulwark.log"),
-        );
+        // Port 0: the port bulwark got is in its ready file.
+        let (process, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
         let primary = Primary {
             dir,
-            addr,
+            addr: bound.dns[0],
             process,
             nsupdate,
         };

@@ -8,7 +8,7 @@
 //! question, pipelining works, IPv6 works, signals and `ctl` behave.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -30,22 +30,6 @@ $TTL 300
 www IN A   999.0.2.80
 ";
 
-/// A port free for UDP and TCP on both loopbacks when asked.
-fn free_port(v6: bool) -> u16 {
-    for _ in 0..100 {
-        let t = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = t.local_addr().unwrap().port();
-        let ok = UdpSocket::bind(("127.0.0.1", port)).is_ok()
-            && (!v6
-                || (UdpSocket::bind(("::1", port)).is_ok()
-                    && TcpListener::bind(("::1", port)).is_ok()));
-        if ok {
-            return port;
-        }
-    }
-    panic!("no free port");
-}
-
 fn has_ipv6_loopback() -> bool {
     UdpSocket::bind("[::1]:0").is_ok()
 }
@@ -57,6 +41,17 @@ struct Server {
 }
 
 impl Server {
+    /// `bulwark serve ARGS --ready-file DIR/ready` (listen addresses with
+    /// port 0), once ready: the server and the addresses it bound.
+    fn start_ready(dir: tempfile::TempDir, args: &[String]) -> (Server, Vec<SocketAddr>) {
+        let ready = dir.path().join("ready");
+        let mut args = args.to_vec();
+        args.extend(["--ready-file".to_string(), ready.display().to_string()]);
+        let mut server = Server::start(dir, &args);
+        let bound = server.wait_ready_file(&ready);
+        (server, bound)
+    }
+
     fn start(dir: tempfile::TempDir, args: &[String]) -> Server {
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let child = Command::new(BIN)
@@ -83,6 +78,33 @@ impl Server {
         #[allow(unsafe_code)]
         let r = unsafe { libc::kill(self.pid(), sig) };
         assert_eq!(r, 0);
+    }
+
+    /// Polls until the ready file is complete (its last line `ready`) and
+    /// names this process; returns its `dns` addresses.
+    fn wait_ready_file(&mut self, path: &Path) -> Vec<SocketAddr> {
+        let start = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let pid = format!("pid {}", self.child.id());
+            if text.lines().last() == Some("ready") && text.lines().any(|l| l == pid) {
+                return text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("dns "))
+                    .map(|a| a.parse().unwrap())
+                    .collect();
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("server exited early ({status}):\n{}", self.log());
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "no ready file {}:\n{}",
+                path.display(),
+                self.log()
+            );
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
     }
 
     /// Polls with real queries until one is answered.
@@ -228,18 +250,17 @@ fn zone_arg(path: &Path) -> String {
 
 fn start_v4(extra: &[String]) -> (Server, SocketAddr, PathBuf) {
     let (dir, zone) = zone_dir();
-    let port = free_port(false);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut args = vec![
         "--listen".to_string(),
-        addr.to_string(),
+        "127.0.0.1:0".to_string(),
         "--zone".to_string(),
         zone_arg(&zone),
         "--threads".to_string(),
         "2".to_string(),
     ];
     args.extend_from_slice(extra);
-    let mut server = Server::start(dir, &args);
+    let (mut server, bound) = Server::start_ready(dir, &args);
+    let addr = bound[0];
     server.wait_ready(addr);
     (server, addr, zone)
 }
@@ -303,18 +324,20 @@ fn serves_ipv6_loopback_beside_ipv4() {
         return;
     }
     let (dir, zone) = zone_dir();
-    let port = free_port(true);
-    let v4: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
+    // Port 0 on each: each address gets a port of its own.
     let args = [
         "--listen".to_string(),
-        v4.to_string(),
+        "127.0.0.1:0".to_string(),
         "--listen".to_string(),
-        v6.to_string(),
+        "[::1]:0".to_string(),
         "--zone".to_string(),
         zone_arg(&zone),
     ];
-    let mut server = Server::start(dir, &args);
+    let (mut server, bound) = Server::start_ready(dir, &args);
+    let [v4, v6] = bound[..] else {
+        panic!("two addresses: {bound:?}");
+    };
+    assert!(v4.is_ipv4() && v6.is_ipv6(), "{bound:?}");
     server.wait_ready(v6);
     server.wait_ready(v4);
     let q = query(0x6666, "www.example.test", 28);
@@ -466,20 +489,20 @@ fn chaos_query(id: u16, name: &str) -> Vec<u8> {
 #[test]
 fn config_file_sets_identity_json_logs_and_control_socket() {
     let (dir, zone) = zone_dir();
-    let port = free_port(false);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let conf = dir.path().join("bulwark.toml");
     std::fs::write(
         &conf,
         format!(
-            "[server]\nlisten = [\"{addr}\"]\nthreads = 1\nidentity = \"ns-test-1\"\n\n[log]\nformat = \"json\"\n\n\
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nidentity = \"ns-test-1\"\n\n[log]\nformat = \"json\"\n\n\
              [control]\nsocket = \"ctl.sock\"\n\n\
              [[zone]]\norigin = \"example.test.\"\nfile = \"{}\"\n",
             zone.file_name().unwrap().to_str().unwrap()
         ),
     )
     .unwrap();
-    let mut server = Server::start(dir, &["--config".to_string(), conf.display().to_string()]);
+    let (mut server, bound) =
+        Server::start_ready(dir, &["--config".to_string(), conf.display().to_string()]);
+    let addr = bound[0];
     server.wait_ready(addr);
 
     let q = chaos_query(0x5151, "id.server");

@@ -261,14 +261,13 @@ fn siblings_share_one_queue_and_the_writer_drains_every_tap() {
 
 #[test]
 fn dnstap_ldns_reads_our_files() {
-    if Command::new("dnstap-ldns").arg("-h").output().is_err() {
-        eprintln!("dnstap-ldns not installed; skipping");
+    let Some(dnstap_ldns) = bulwark_testkit::require_tool("dnstap-ldns") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ldns.fstrm");
     write_pair(&path);
-    let out = Command::new("dnstap-ldns")
+    let out = Command::new(&dnstap_ldns)
         .arg("-r")
         .arg(&path)
         .output()
@@ -290,7 +289,7 @@ fn dnstap_ldns_reads_our_files() {
         lines[1].contains(" AR ") && lines[1].contains("\"www.example.com.\" IN A"),
         "{text}"
     );
-    let out = Command::new("dnstap-ldns")
+    let out = Command::new(&dnstap_ldns)
         .arg("-y")
         .arg("-r")
         .arg(&path)

@@ -22,6 +22,7 @@ use bulwark_dnstap::{
     capture, Destination, KindSet, MessageContext, MessageKind, Protocol, Reader, Sink, SinkConfig,
     Timestamp, CONTENT_TYPE,
 };
+use bulwark_testkit::require_tool;
 
 fn query_wire(id: u16) -> Vec<u8> {
     let mut wire = id.to_be_bytes().to_vec();
@@ -81,6 +82,24 @@ fn read_stream(bytes: &[u8]) -> Vec<Dnstap> {
         .unwrap()
 }
 
+/// Messages the writer has dealt with: written, or dropped (by a full queue,
+/// or by the writer while no receiver is connected).
+fn handled(sink: &Sink) -> u64 {
+    let stats = sink.stats();
+    stats.sent + stats.dropped
+}
+
+/// Logs message `id` and waits until the writer has dealt with it, so the
+/// next one never finds the queue full of its predecessors.
+fn log_and_wait_handled(sink: &Sink, tap: &mut bulwark_dnstap::Tap, id: u16) {
+    let before = handled(sink);
+    tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
+    tap.flush();
+    wait_until(&format!("the writer to send or drop message {id}"), || {
+        handled(sink) > before
+    });
+}
+
 /// Logs one message at a time until the sink has sent `count` more; messages
 /// logged while the connection is still being set up are dropped, so only
 /// the ids that were sent are returned.
@@ -94,11 +113,8 @@ fn log_until_sent(sink: &Sink, tap: &mut bulwark_dnstap::Tap, first_id: u16, cou
             "messages not sent: {:?}",
             sink.stats()
         );
-        tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
-        tap.flush();
+        log_and_wait_handled(sink, tap, id);
         id += 1;
-        // Let the writer catch up so we do not flood the queue.
-        thread::sleep(Duration::from_millis(3));
     }
     id
 }
@@ -191,10 +207,8 @@ fn a_restarted_receiver_is_reconnected_and_counted() {
             "no reconnection: {:?}",
             sink.stats()
         );
-        tap.log(MessageKind::AuthQuery, &context(), &query_wire(id));
-        tap.flush();
+        log_and_wait_handled(&sink, &mut tap, id);
         id += 1;
-        thread::sleep(Duration::from_millis(3));
     }
     log_until_sent(&sink, &mut tap, 1000, 3);
     sink.stop();
@@ -268,32 +282,19 @@ impl Drop for Killed {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("-h")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        eprintln!("{tool} not installed; skipping");
-    }
-    found
-}
-
 fn wait_for_path(path: &Path) {
     wait_until(&format!("{}", path.display()), || path.exists());
 }
 
 #[test]
 fn fstrm_capture_receives_from_the_sink() {
-    if !have("fstrm_capture") {
+    let Some(fstrm_capture) = require_tool("fstrm_capture") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("capture.sock");
     let file = dir.path().join("captured.fstrm");
-    let child = Command::new("fstrm_capture")
+    let child = Command::new(&fstrm_capture)
         .args(["-t", "protobuf:dnstap.Dnstap", "-u"])
         .arg(&socket)
         .arg("-w")
@@ -330,9 +331,9 @@ fn fstrm_capture_receives_from_the_sink() {
 
 #[test]
 fn capture_accept_receives_from_fstrm_replay() {
-    if !have("fstrm_replay") {
+    let Some(fstrm_replay) = require_tool("fstrm_replay") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     // A file to replay, written by the file sink.
     let source = dir.path().join("source.fstrm");
@@ -359,7 +360,7 @@ fn capture_accept_receives_from_fstrm_replay() {
         let copied = capture::accept(stream, &mut out).unwrap();
         (copied, out)
     });
-    let status = Command::new("fstrm_replay")
+    let status = Command::new(&fstrm_replay)
         .args(["-t", "protobuf:dnstap.Dnstap", "-r"])
         .arg(&source)
         .arg("-u")

@@ -1,6 +1,7 @@
 //! Our printed records are read by BIND and NSD, and BIND's canonical dump of
-//! them parses back with ours to the same values. Skipped (with a note) when a
-//! peer's checker is not installed.
+//! them parses back with ours to the same values. When a peer's checker is
+//! not installed its test is skipped with a note, except under `CI`, where it
+//! fails (see `bulwark_testkit`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,6 +15,7 @@ use std::process::Command;
 use bulwark_proto::presentation::split_fields;
 use bulwark_proto::rdata::Rdata;
 use bulwark_proto::{Class, Name, Record, Rtype};
+use bulwark_testkit::require_tool;
 
 mod rdata_cases;
 
@@ -70,14 +72,6 @@ fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
-fn available(tool: &str) -> bool {
-    let found = Command::new(tool).arg("-h").output().is_ok();
-    if !found {
-        eprintln!("{tool} not installed: skipping");
-    }
-    found
-}
-
 /// Every record of a peer's dump of our zone parses with ours to one of our
 /// records, and none is lost.
 fn assert_dump_matches(peer: &str, dumped: &str, ours: &[Record]) {
@@ -111,13 +105,13 @@ fn assert_dump_matches(peer: &str, dumped: &str, ours: &[Record]) {
 
 #[test]
 fn bind_reads_our_records_and_its_dump_parses_back_to_the_same_values() {
-    if !available("named-checkzone") {
+    let Some(checkzone) = require_tool("named-checkzone") else {
         return;
-    }
+    };
     let dir = temp_dir("bind");
     let zone = write_zone(&dir, &[]);
     let dump = dir.join("dump.zone");
-    let out = Command::new("named-checkzone")
+    let out = Command::new(&checkzone)
         .args(["-i", "none", "-k", "ignore", "-n", "ignore", "-D", "-o"])
         .arg(&dump)
         .arg("example.com")
@@ -137,14 +131,14 @@ fn bind_reads_our_records_and_its_dump_parses_back_to_the_same_values() {
 
 #[test]
 fn ldns_reads_our_records_and_its_output_parses_back_to_the_same_values() {
-    if !available("ldns-read-zone") {
+    let Some(read_zone) = require_tool("ldns-read-zone") else {
         return;
-    }
+    };
     let dir = temp_dir("ldns");
     // ldns 1.8 rejects an empty CSYNC type bitmap, which RFC 7477 allows.
     let unsupported = [Rtype::CSYNC];
     let zone = write_zone(&dir, &unsupported);
-    let out = Command::new("ldns-read-zone").arg(&zone).output().unwrap();
+    let out = Command::new(&read_zone).arg(&zone).output().unwrap();
     assert!(
         out.status.success(),
         "ldns-read-zone rejected our zone:\n{}{}",
@@ -158,12 +152,12 @@ fn ldns_reads_our_records_and_its_output_parses_back_to_the_same_values() {
 
 #[test]
 fn nsd_reads_our_records() {
-    if !available("nsd-checkzone") {
+    let Some(nsd_checkzone) = require_tool("nsd-checkzone") else {
         return;
-    }
+    };
     let dir = temp_dir("nsd");
     let zone = write_zone(&dir, &[]);
-    let out = Command::new("nsd-checkzone")
+    let out = Command::new(&nsd_checkzone)
         .arg("example.com")
         .arg(&zone)
         .output()
@@ -179,9 +173,9 @@ fn nsd_reads_our_records() {
 
 #[test]
 fn knot_reads_our_records() {
-    if !available("knotc") {
+    let Some(knotc) = require_tool("knotc") else {
         return;
-    }
+    };
     let dir = temp_dir("knot");
     // Knot 3.2 has no PX.
     let zone = write_zone(&dir, &[Rtype::PX]);
@@ -196,7 +190,7 @@ fn knot_reads_our_records() {
         ),
     )
     .unwrap();
-    let out = Command::new("knotc")
+    let out = Command::new(&knotc)
         .arg("-c")
         .arg(&conf)
         .args(["zone-check", "example.com"])
@@ -226,21 +220,15 @@ for line in sys.stdin:
     except Exception as e:
         print("ERR " + repr(e))
 "#;
-    let python = "/usr/bin/python3";
-    let has_dnspython = Command::new(python)
-        .args(["-c", "import dns.rdata"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_dnspython {
-        eprintln!("dnspython not installed: skipping");
+    let Some(python) = bulwark_testkit::require_python_module("dns.rdata") else {
         return;
-    }
+    };
     let records = zone_records(&[]);
     let input: String = records
         .iter()
         .map(|r| format!("{}\t{}\n", r.rtype(), r.rdata))
         .collect();
-    let mut child = Command::new(python)
+    let mut child = Command::new(&python)
         .args(["-c", SCRIPT])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

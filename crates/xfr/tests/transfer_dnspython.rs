@@ -2,7 +2,8 @@
 //! machinery (`dns.xfr.Inbound`, what `dns.query.inbound_xfr` runs) applies
 //! our AXFR and IXFR messages to a zone, which must come out as ours; and the
 //! AXFR messages dnspython writes read in our `TransferReader` to the same
-//! zone. Skipped (with a note) where Debian's python3-dnspython is missing.
+//! zone. Without dnspython (Debian python3-dnspython) the tests are skipped
+//! with a note, except under `CI`, where they fail (see `bulwark_testkit`).
 #![allow(
     clippy::unwrap_used,
     clippy::indexing_slicing,
@@ -11,7 +12,7 @@
 )]
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use bulwark_proto::message::Question;
@@ -20,8 +21,6 @@ use bulwark_xfr::transfer_in::{Progress, TransferLimits, TransferReader, Transfe
 use bulwark_xfr::transfer_out::{plan_ixfr, IxfrPlan, TransferWriter};
 use bulwark_zone::diff::soa_record;
 use bulwark_zone::{diff_zones, parse_str, Zone, ZoneDiff};
-
-const PYTHON: &str = "/usr/bin/python3";
 
 /// Reads length-prefixed messages from a file and applies them with
 /// dns.xfr.Inbound to an empty zone (AXFR) or to `base` (IXFR); prints "done
@@ -85,15 +84,10 @@ for i in range(0, len(rrsets), per_message):
     out.write(struct.pack(">H", len(wire)) + wire)
 "#;
 
-fn has_dnspython() -> bool {
-    let ok = Command::new(PYTHON)
-        .args(["-c", "import dns.xfr, dns.zone"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("dnspython not installed (apt-get install python3-dnspython): skipping");
-    }
-    ok
+/// A python3 with dnspython's transfer machinery, or `None` (after a note)
+/// when it is missing outside CI.
+fn python() -> Option<PathBuf> {
+    bulwark_testkit::require_python_module("dns.xfr")
 }
 
 const ZONE: &str = r#"
@@ -183,8 +177,8 @@ fn write_messages(mut w: TransferWriter<'_>, path: &PathBuf) -> usize {
 }
 
 /// Runs APPLY; returns (the "done at" line, sorted records).
-fn dnspython_apply(args: &[&str]) -> (String, Vec<String>) {
-    let out = Command::new(PYTHON)
+fn dnspython_apply(python: &Path, args: &[&str]) -> (String, Vec<String>) {
+    let out = Command::new(python)
         .args(["-c", APPLY])
         .args(args)
         .output()
@@ -204,9 +198,9 @@ fn dnspython_apply(args: &[&str]) -> (String, Vec<String>) {
 
 #[test]
 fn dnspython_applies_our_axfr_to_the_same_zone() {
-    if !has_dnspython() {
+    let Some(python) = python() else {
         return;
-    }
+    };
     let z = zone(&text(1, 3000));
     for limit in [65_535, 1024] {
         let path = temp(&format!("axfr-{limit}"));
@@ -214,7 +208,8 @@ fn dnspython_applies_our_axfr_to_the_same_zone() {
             .unwrap()
             .with_message_limit(limit);
         let n = write_messages(w, &path);
-        let (done, records) = dnspython_apply(&["axfr", "example.", path.to_str().unwrap()]);
+        let (done, records) =
+            dnspython_apply(&python, &["axfr", "example.", path.to_str().unwrap()]);
         std::fs::remove_file(&path).ok();
         assert_eq!(done, format!("done at {n} of {n}"));
         assert_eq!(records, lines(z.records()), "limit {limit}");
@@ -232,9 +227,9 @@ fn journal(serials: &[u32]) -> (Vec<Zone>, Vec<ZoneDiff>) {
 
 #[test]
 fn dnspython_applies_our_ixfr_to_the_old_version() {
-    if !has_dnspython() {
+    let Some(python) = python() else {
         return;
-    }
+    };
     let (zones, journal) = journal(&[1, 2, 3, 4]);
     let base = temp("ixfr-base.zone");
     std::fs::write(&base, text(1, 300)).unwrap();
@@ -253,13 +248,16 @@ fn dnspython_applies_our_ixfr_to_the_old_version() {
         let n = write_messages(w, &path);
         assert!(n > 1);
         let serial = client.to_string();
-        let (done, records) = dnspython_apply(&[
-            "ixfr",
-            "example.",
-            path.to_str().unwrap(),
-            base.to_str().unwrap(),
-            &serial,
-        ]);
+        let (done, records) = dnspython_apply(
+            &python,
+            &[
+                "ixfr",
+                "example.",
+                path.to_str().unwrap(),
+                base.to_str().unwrap(),
+                &serial,
+            ],
+        );
         std::fs::remove_file(&path).ok();
         assert_eq!(done, format!("done at {n} of {n}"));
         assert_eq!(records, lines(zones[3].records()), "from serial {client}");
@@ -269,13 +267,16 @@ fn dnspython_applies_our_ixfr_to_the_old_version() {
     let path = temp("ixfr-current");
     let w = TransferWriter::single_soa(&zones[3], 1, &question(Rtype::IXFR)).unwrap();
     write_messages(w, &path);
-    let (done, records) = dnspython_apply(&[
-        "ixfr",
-        "example.",
-        path.to_str().unwrap(),
-        base.to_str().unwrap(),
-        "4",
-    ]);
+    let (done, records) = dnspython_apply(
+        &python,
+        &[
+            "ixfr",
+            "example.",
+            path.to_str().unwrap(),
+            base.to_str().unwrap(),
+            "4",
+        ],
+    );
     std::fs::remove_file(&path).ok();
     std::fs::remove_file(&base).ok();
     assert_eq!(done, "done at 1 of 1");
@@ -284,13 +285,13 @@ fn dnspython_applies_our_ixfr_to_the_old_version() {
 
 #[test]
 fn our_reader_takes_dnspythons_axfr() {
-    if !has_dnspython() {
+    let Some(python) = python() else {
         return;
-    }
+    };
     let t = text(9, 2000);
     let z = zone(&t);
     for per_message in [1, 10, 100_000] {
-        let mut child = Command::new(PYTHON)
+        let mut child = Command::new(&python)
             .args(["-c", WRITE_AXFR, "example.", &per_message.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

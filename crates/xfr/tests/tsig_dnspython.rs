@@ -7,7 +7,8 @@
 //! signs for it carry the current time; bulwark's checks take the time from
 //! the message they check, so no test depends on the clock beyond that.
 //! Without a Python that has dnspython (Debian python3-dnspython) the tests
-//! print a note and pass, unless `CI=true`, where they fail.
+//! print a note and pass, unless `CI` is set, where they fail
+//! (`bulwark_testkit`'s rule).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,6 +17,7 @@
     clippy::panic
 )]
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -29,25 +31,14 @@ use bulwark_xfr::tsig::{
 
 const KEY_NAME: &str = "xfr.example.";
 
-fn python() -> Option<&'static str> {
-    for candidate in ["python3", "/usr/bin/python3"] {
-        let ok = Command::new(candidate)
-            .args(["-c", "import dns.tsig, dns.message"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(candidate);
-        }
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("dnspython is required in CI: apt-get install -y python3-dnspython");
-    }
-    eprintln!("note: skipped, no python3 with dnspython (apt-get install -y python3-dnspython)");
-    None
+/// A python3 with dnspython, or `None` (after a note) when it is missing
+/// outside CI; under CI a failure (see `bulwark_testkit`).
+fn python() -> Option<PathBuf> {
+    bulwark_testkit::require_python_module("dns.tsig")
 }
 
 /// Runs `script` with `args`; returns stdout lines, or stderr on failure.
-fn run(py: &str, script: &str, args: &[String]) -> Result<Vec<String>, String> {
+fn run(py: &Path, script: &str, args: &[String]) -> Result<Vec<String>, String> {
     let out = Command::new(py)
         .arg("-c")
         .arg(script)
@@ -196,7 +187,7 @@ fn dnspython_signed_queries_verify_and_any_change_is_badsig() {
     for alg in TsigAlgorithm::ALL {
         let mut args = key_args(alg);
         args.push("example.".into());
-        let lines = run(py, &script(SIGN_QUERY), &args).unwrap();
+        let lines = run(&py, &script(SIGN_QUERY), &args).unwrap();
         let msg = unhex(&lines[0]);
         let mac = unhex(&lines[1]);
         let t = time_signed(&msg);
@@ -235,7 +226,7 @@ fn our_signed_queries_are_accepted_by_dnspython() {
         sign_request(&mut msg, &key(alg), now(), 300).unwrap();
         let mut args = key_args(alg);
         args.push(hex(&msg));
-        let lines = run(py, &script(READ_SIGNED), &args)
+        let lines = run(&py, &script(READ_SIGNED), &args)
             .unwrap_or_else(|e| panic!("{alg}: dnspython refused: {e}"));
         assert_eq!(lines, ["ok 10794"], "{alg}");
         // The oracle can fail: a changed octet is refused.
@@ -243,7 +234,7 @@ fn our_signed_queries_are_accepted_by_dnspython() {
         bad[13] ^= 0x01;
         let mut args = key_args(alg);
         args.push(hex(&bad));
-        let err = run(py, &script(READ_SIGNED), &args).unwrap_err();
+        let err = run(&py, &script(READ_SIGNED), &args).unwrap_err();
         assert!(err.contains("BadSignature"), "{alg}: {err}");
     }
 }
@@ -289,12 +280,12 @@ fn multi_message_response_we_sign_is_verified_by_dnspython() {
             signer.sign(&mut m, t).unwrap();
             args.push(hex(&m));
         }
-        let lines = run(py, &script(READ_MULTI), &args)
+        let lines = run(&py, &script(READ_MULTI), &args)
             .unwrap_or_else(|e| panic!("{alg}: dnspython refused: {e}"));
         assert_eq!(lines, ["ok 4"], "{alg}");
         // Swapping two later messages must be caught by the oracle too.
         args.swap(5, 6);
-        assert!(run(py, &script(READ_MULTI), &args).is_err(), "{alg}");
+        assert!(run(&py, &script(READ_MULTI), &args).is_err(), "{alg}");
     }
 }
 
@@ -302,7 +293,7 @@ fn multi_message_response_we_sign_is_verified_by_dnspython() {
 fn multi_message_response_dnspython_signs_is_verified_by_us() {
     let Some(py) = python() else { return };
     for alg in TsigAlgorithm::ALL {
-        let lines = run(py, &script(SIGN_MULTI), &key_args(alg)).unwrap();
+        let lines = run(&py, &script(SIGN_MULTI), &key_args(alg)).unwrap();
         let messages: Vec<Vec<u8>> = lines.iter().map(|l| unhex(l)).collect();
         let (request, response) = messages.split_first().unwrap();
         let t = time_signed(request);
@@ -331,7 +322,7 @@ fn tsig_offsets(msg: &[u8]) -> (usize, usize) {
     (rr.offset, rr.rdata_offset)
 }
 
-fn read_error(py: &str, alg: TsigAlgorithm, mac: &[u8], answer: &[u8]) -> Vec<String> {
+fn read_error(py: &Path, alg: TsigAlgorithm, mac: &[u8], answer: &[u8]) -> Vec<String> {
     let (tsig_at, rdata_at) = tsig_offsets(answer);
     let mut args = key_args(alg);
     args.extend([
@@ -349,7 +340,7 @@ fn badtime_outside_the_fudge_is_answered_signed_with_server_time() {
     for alg in TsigAlgorithm::ALL {
         let mut args = key_args(alg);
         args.push("example.".into());
-        let lines = run(py, &script(SIGN_QUERY), &args).unwrap();
+        let lines = run(&py, &script(SIGN_QUERY), &args).unwrap();
         let (msg, mac) = (unhex(&lines[0]), unhex(&lines[1]));
         let t = time_signed(&msg);
         let keys: KeyRing = [key(alg)].into_iter().collect();
@@ -360,7 +351,7 @@ fn badtime_outside_the_fudge_is_answered_signed_with_server_time() {
         assert_eq!(failure.tsig_error(), Some(TsigRcode::BADTIME));
         let mut answer = Vec::new();
         write_tsig_error_response(&msg, &failure, &keys, server_now, &mut answer).unwrap();
-        let seen = read_error(py, alg, &mac, &answer);
+        let seen = read_error(&py, alg, &mac, &answer);
         assert_eq!(seen[0], "PeerBadTime", "{alg}");
         // dnspython's own digest accepts our MAC, and Other Data is our clock.
         let want_other = hex(&server_now.to_be_bytes()[2..]);
@@ -407,7 +398,7 @@ fn badkey_for_unknown_key_and_md5_and_badsig_read_as_dnspython_expects() {
             alg_name.to_owned(),
             "example.".to_owned(),
         ];
-        let lines = run(py, &script(SIGN_QUERY), &args).unwrap();
+        let lines = run(&py, &script(SIGN_QUERY), &args).unwrap();
         let (mut msg, mac) = (unhex(&lines[0]), unhex(&lines[1]));
         damage(&mut msg);
         let t = time_signed(&msg);
@@ -422,7 +413,7 @@ fn badkey_for_unknown_key_and_md5_and_badsig_read_as_dnspython_expects() {
             tsig_at.to_string(),
             rdata_at.to_string(),
         ]);
-        let seen = run(py, &script(READ_ERROR), &args).unwrap();
+        let seen = run(&py, &script(READ_ERROR), &args).unwrap();
         assert_eq!(
             seen,
             [want.to_owned(), format!("unsigned {code}")],

@@ -7,8 +7,8 @@
 //! answers as those errors.
 //!
 //! Without the tools (Debian bind9-utils / bind9-dnsutils, knot and
-//! knot-dnsutils) the tests print a note and pass, unless `CI=true`, where
-//! they fail.
+//! knot-dnsutils) the tests print a note and pass, unless `CI` is set, where
+//! they fail (`bulwark_testkit`'s rule).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -29,28 +29,10 @@ use bulwark_xfr::tsig::{
 };
 use bulwark_xfr::tsig_keyfile::{detect_format, parse_key_file, parse_key_spec, KeyFileFormat};
 
-/// The tool's path, or `None` (after a note) when it is missing outside CI.
-fn tool(name: &str, package: &str) -> Option<String> {
-    for candidate in [
-        name.to_owned(),
-        format!("/usr/sbin/{name}"),
-        format!("/usr/bin/{name}"),
-    ] {
-        if Command::new(&candidate)
-            .arg("-h")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok()
-        {
-            return Some(candidate);
-        }
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{name} is required in CI: apt-get install -y {package}");
-    }
-    eprintln!("note: skipped, {name} is missing (apt-get install -y {package})");
-    None
+/// The tool's path, or `None` (after a note) when it is missing outside CI;
+/// under CI a failure naming its Debian package (see `bulwark_testkit`).
+fn tool(name: &str) -> Option<String> {
+    bulwark_testkit::require_tool(name).map(|p| p.display().to_string())
 }
 
 fn output(program: &str, args: &[&str]) -> String {
@@ -68,7 +50,7 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 
 #[test]
 fn tsig_keygen_output_is_read_for_every_algorithm() {
-    let Some(keygen) = tool("tsig-keygen", "bind9-utils") else {
+    let Some(keygen) = tool("tsig-keygen") else {
         return;
     };
     let mut file = String::new();
@@ -93,7 +75,7 @@ fn tsig_keygen_output_is_read_for_every_algorithm() {
 
 #[test]
 fn keymgr_output_is_read_for_every_algorithm() {
-    let Some(keymgr) = tool("keymgr", "knot") else {
+    let Some(keymgr) = tool("keymgr") else {
         return;
     };
     for alg in TsigAlgorithm::ALL {
@@ -181,10 +163,7 @@ fn exchange(program: &str, args: &[&str], key: &TsigKey) -> String {
 
 #[test]
 fn dig_signs_with_a_tsig_keygen_key_and_accepts_our_signed_answer() {
-    let (Some(keygen), Some(dig)) = (
-        tool("tsig-keygen", "bind9-utils"),
-        tool("dig", "bind9-dnsutils"),
-    ) else {
+    let (Some(keygen), Some(dig)) = (tool("tsig-keygen"), tool("dig")) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("bulwark-tsig-dig-{}", std::process::id()));
@@ -218,7 +197,7 @@ fn dig_signs_with_a_tsig_keygen_key_and_accepts_our_signed_answer() {
 
 #[test]
 fn kdig_signs_with_a_keymgr_key_and_accepts_our_signed_answer() {
-    let (Some(keymgr), Some(kdig)) = (tool("keymgr", "knot"), tool("kdig", "knot-dnsutils")) else {
+    let (Some(keymgr), Some(kdig)) = (tool("keymgr"), tool("kdig")) else {
         return;
     };
     for alg in TsigAlgorithm::ALL {
@@ -299,8 +278,7 @@ fn serve_error(program: &str, args: &[&str], key: &TsigKey, case: &ErrorCase) ->
 
 #[test]
 fn dig_and_kdig_read_our_badtime_and_badsig_answers() {
-    let (Some(dig), Some(kdig)) = (tool("dig", "bind9-dnsutils"), tool("kdig", "knot-dnsutils"))
-    else {
+    let (Some(dig), Some(kdig)) = (tool("dig"), tool("kdig")) else {
         return;
     };
     let key = TsigKey::new(

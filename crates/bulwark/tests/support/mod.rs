@@ -1,5 +1,6 @@
-//! Shared harness for the end-to-end tests: free ports, child processes that
-//! die with the test, peer servers (knotd, named) and a small DNS client.
+//! Shared harness for the end-to-end tests: bulwark on port 0 with the port
+//! read from its ready file, free ports for peers, child processes that die
+//! with the test, peer servers (knotd, named) and a small DNS client.
 //!
 //! Responses are parsed with `hickory-proto`, an implementation independent
 //! of bulwark's own, so a bug in our wire code cannot hide itself here.
@@ -28,7 +29,9 @@ const READY_POLL_TIMEOUT: Duration = Duration::from_millis(100);
 // Ports, temp dirs, external tools
 // ---------------------------------------------------------------------------
 
-/// A port free for both UDP and TCP on 127.0.0.1 at the time of the call.
+/// A port free for both UDP and TCP on 127.0.0.1 at the time of the call,
+/// for peers (knotd, named, nsd, unbound) that cannot report the port they
+/// bound; bulwark binds port 0 and reports it instead (see [`start_bulwark`]).
 ///
 /// The port is released before returning, so another process could take it
 /// in between; the range the kernel hands out is large enough for that to
@@ -59,27 +62,30 @@ pub fn data_dir() -> PathBuf {
         .join("data")
 }
 
-/// True when running in CI, where a missing peer is a failure, not a skip.
+/// True when running in CI, where a missing peer is a failure, not a skip
+/// (`bulwark_testkit::in_ci`, the workspace's one rule).
 pub fn in_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+    bulwark_testkit::in_ci()
 }
 
-/// Finds an external program on PATH (or in /usr/sbin, where Debian puts
-/// daemons). Returns `None` after printing why the test is skipped when the
-/// tool is absent outside CI; in CI a missing tool fails the test.
+/// Finds an external program on PATH (or in /usr/sbin, /usr/bin, /sbin, where
+/// Debian puts daemons). Returns `None` after printing why the test is skipped
+/// when the tool is absent outside CI; in CI a missing tool fails the test,
+/// naming the Debian package to install (`bulwark_testkit::require_tool`).
 pub fn require_tool(name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.extend(["/usr/sbin", "/usr/bin", "/sbin"].map(PathBuf::from));
-    if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
-        return Some(found);
-    }
-    if in_ci() {
-        panic!("`{name}` is not installed, and CI is set: run scripts/test.sh to install peers");
-    }
-    eprintln!("SKIPPED: `{name}` is not installed (run scripts/test.sh to install it)");
-    None
+    bulwark_testkit::require_tool(name)
+}
+
+/// A python3 that can `import module` (Debian's /usr/bin/python3 first, where
+/// the python3-* packages install), under the same rule as [`require_tool`].
+pub fn require_python_module(module: &str) -> Option<PathBuf> {
+    bulwark_testkit::require_python_module(module)
+}
+
+/// A file a Debian package installs (a PKCS#11 module), under the same rule
+/// as [`require_tool`].
+pub fn require_file(path: &str, package: &str) -> Option<PathBuf> {
+    bulwark_testkit::require_file(path, package)
 }
 
 // ---------------------------------------------------------------------------
@@ -276,9 +282,11 @@ pub fn bulwark_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_bulwark"))
 }
 
-/// Starts `bulwark serve` on a free loopback port with `--zone ORIGIN=PATH`
-/// for each zone, and waits until it answers the SOA of the first zone
-/// with any response at all (REFUSED counts: that is for the test to judge).
+/// Starts `bulwark serve` on 127.0.0.1 port 0 with `--zone ORIGIN=PATH` for
+/// each zone, reads the port it got from its `--ready-file`, and waits until
+/// it answers the SOA of the first zone with any response at all (REFUSED
+/// counts: that is for the test to judge). `extra_args` may add listen
+/// addresses (`--listen [::1]:0`); `addr` is the first, 127.0.0.1.
 pub fn spawn_bulwark(zones: &[(&str, &Path)], extra_args: &[&str]) -> Server {
     spawn_bulwark_with_env(zones, extra_args, &[])
 }
@@ -290,27 +298,116 @@ pub fn spawn_bulwark_with_env(
     env: &[(&str, &Path)],
 ) -> Server {
     let probe = zones.first().map_or(".", |z| z.0);
-    start_server(
-        |port| {
-            let dir = temp_dir("bulwark-test-");
-            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            let mut args = vec![
-                "serve".to_string(),
-                "--listen".to_string(),
-                addr.to_string(),
-            ];
-            for (origin, path) in zones {
-                args.push("--zone".to_string());
-                args.push(format!("{origin}={}", path.display()));
+    let dir = temp_dir("bulwark-test-");
+    let mut args = vec![
+        "serve".to_string(),
+        "--listen".to_string(),
+        "127.0.0.1:0".to_string(),
+    ];
+    for (origin, path) in zones {
+        args.push("--zone".to_string());
+        args.push(format!("{origin}={}", path.display()));
+    }
+    args.extend(extra_args.iter().map(|s| s.to_string()));
+    let (process, bound) = start_bulwark(&args, env, dir.path(), "bulwark");
+    let mut server = Server {
+        process,
+        addr: bound.dns[0],
+        dir,
+    };
+    server.wait_ready(probe, RecordType::SOA, |_| true);
+    server
+}
+
+/// What `bulwark serve --ready-file FILE` reported once ready: its PID and
+/// the addresses it bound (a port 0 resolved). See docs/operations.md.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bound {
+    pub pid: u32,
+    /// One per listen address, in the configured order; UDP and TCP share it.
+    pub dns: Vec<SocketAddr>,
+    pub prometheus: Option<SocketAddr>,
+    pub control: Option<PathBuf>,
+}
+
+impl Bound {
+    /// Reads a ready file's text: `None` until it is complete (its last
+    /// line is `ready`).
+    pub fn parse(text: &str) -> Option<Bound> {
+        if text.lines().last() != Some("ready") {
+            return None;
+        }
+        let mut bound = Bound::default();
+        for line in text.lines() {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            match key {
+                "pid" => bound.pid = value.parse().ok()?,
+                "dns" => bound.dns.push(value.parse().ok()?),
+                "prometheus" => bound.prometheus = Some(value.parse().ok()?),
+                "control" => bound.control = Some(PathBuf::from(value)),
+                _ => {}
             }
-            args.extend(extra_args.iter().map(|s| s.to_string()));
-            let log = dir.path().join("bulwark.log");
-            let process = ChildGuard::spawn_with_env("bulwark", &bulwark_bin(), &args, env, log);
-            Server { process, addr, dir }
-        },
-        &[(probe, RecordType::SOA)],
-        |_| true,
-    )
+        }
+        Some(bound)
+    }
+}
+
+/// `--ready-file PATH`, for `bulwark serve` arguments; a file left at `path`
+/// by an earlier run is removed first, so it cannot pass for this one.
+pub fn ready_file_args(path: &Path) -> [String; 2] {
+    let _ = fs::remove_file(path);
+    ["--ready-file".to_string(), path.display().to_string()]
+}
+
+/// Waits until `process` has written a complete ready file at `path` that
+/// names its PID, and returns what it bound. Fails the test with the log if
+/// the process exits first or [`STARTUP_DEADLINE`] passes.
+pub fn wait_ready_file(process: &mut ChildGuard, path: &Path) -> Bound {
+    let deadline = Instant::now() + STARTUP_DEADLINE;
+    loop {
+        let bound = fs::read_to_string(path)
+            .ok()
+            .and_then(|text| Bound::parse(&text))
+            .filter(|b| b.pid == process.pid());
+        if let Some(bound) = bound {
+            return bound;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} wrote no ready file {} within {STARTUP_DEADLINE:?}; its log:\n{}",
+            process.name(),
+            path.display(),
+            process.log()
+        );
+        // A pause that ends at once if the process exits.
+        if let Some(status) = process.wait_exit(Duration::from_millis(20)) {
+            panic!(
+                "{} exited with {status} before it was ready; its log:\n{}",
+                process.name(),
+                process.log()
+            );
+        }
+    }
+}
+
+/// Starts `bulwark ARGS` (`serve ...`, typically with a configuration whose
+/// listen addresses have port 0) with `--ready-file` in `dir`, logging to
+/// `dir/NAME.log`, and returns once it is ready, with the addresses it got.
+/// For tests that start bulwark themselves; [`spawn_bulwark`] does it for the
+/// common case.
+pub fn start_bulwark(
+    args: &[String],
+    env: &[(&str, &Path)],
+    dir: &Path,
+    name: &str,
+) -> (ChildGuard, Bound) {
+    let ready = dir.join(format!("{name}.ready"));
+    let mut args = args.to_vec();
+    args.extend(ready_file_args(&ready));
+    let log = dir.join(format!("{name}.log"));
+    let mut process = ChildGuard::spawn_with_env(name, &bulwark_bin(), &args, env, log);
+    let bound = wait_ready_file(&mut process, &ready);
+    (process, bound)
 }
 
 /// Starts knotd (foreground, not a daemon) serving `zones` on a free
