@@ -10,12 +10,13 @@ use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlStats, RrlVerdict, ServerCookies};
 use bulwark_net::{Batch, Deferred, QueryHandler};
-use bulwark_proto::message::write_error_response;
+use bulwark_proto::message::{write_error_response, Header};
 use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
 
 use crate::clock::CoarseClock;
 use crate::defences::ZoneAcls;
+use crate::diagnostics::{Event, Reporter};
 use crate::query_log::QueryLog;
 use crate::slip::truncate_in_place;
 use crate::stats::{DropReason, Fate, StatsRegistry, WorkerRecorder};
@@ -44,6 +45,8 @@ pub struct Shared {
     pub query_log: bool,
     /// Signed queries, NOTIFY, transfers and updates.
     pub replication: crate::replication::serve::ReplicationShared,
+    /// Where per-packet events are counted and, a few a second, logged.
+    pub reporter: Arc<Reporter>,
 }
 
 /// The ACL each listener applies before parsing.
@@ -83,6 +86,7 @@ pub struct ServerHandler {
     tap: QueryTap,
     query_log: QueryLog,
     replication: crate::replication::serve::ReplicationShared,
+    reporter: Arc<Reporter>,
     /// A response to be finished later, taken by the transport.
     deferred: Option<Deferred>,
 }
@@ -103,6 +107,7 @@ impl ServerHandler {
             tap: QueryTap::new(shared.dnstap.as_ref(), transport),
             query_log: QueryLog::new(shared.query_log, transport),
             replication: shared.replication.clone(),
+            reporter: Arc::clone(&shared.reporter),
             deferred: None,
         }
     }
@@ -190,6 +195,8 @@ impl ServerHandler {
             match acl.check(client) {
                 Access::Allow => {}
                 Access::Refuse => {
+                    self.reporter
+                        .report(Event::AclDenied, client, "listener ACL: REFUSED");
                     out.clear();
                     // RFC 1035 §4.1.1: never answer a response (QR set), or two
                     // servers could bounce REFUSED between them.
@@ -203,7 +210,11 @@ impl ServerHandler {
                     let judged = (ResponseClass::Error, &[][..]);
                     return rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
                 }
-                Access::Drop => return Fate::Dropped(DropReason::Acl),
+                Access::Drop => {
+                    self.reporter
+                        .report(Event::AclDenied, client, "listener ACL: dropped");
+                    return Fate::Dropped(DropReason::Acl);
+                }
             }
         }
         let zones = self.zones.load();
@@ -222,9 +233,27 @@ impl ServerHandler {
             zone_access,
         };
         match self.answerer.answer_request(zones, &request, query, out) {
-            AnswerOutcome::Respond { .. } => {}
-            AnswerOutcome::Denied => return Fate::Dropped(DropReason::Acl),
-            AnswerOutcome::Drop => return Fate::Dropped(DropReason::Unanswerable),
+            AnswerOutcome::Respond { rcode, .. } => {
+                if rcode == Rcode::FORMERR {
+                    self.reporter.report(Event::Malformed, client, "FORMERR");
+                } else if rcode == Rcode::BADCOOKIE {
+                    self.reporter
+                        .report(Event::CookieRejected, client, "BADCOOKIE");
+                }
+            }
+            AnswerOutcome::Denied => {
+                self.reporter
+                    .report(Event::AclDenied, client, "zone ACL: dropped");
+                return Fate::Dropped(DropReason::Acl);
+            }
+            AnswerOutcome::Drop => {
+                self.reporter.report(
+                    Event::Malformed,
+                    client,
+                    "dropped: shorter than a header, or a response",
+                );
+                return Fate::Dropped(DropReason::Unanswerable);
+            }
             AnswerOutcome::Divert(divert) => {
                 use crate::replication::serve::{handle, Diverted};
                 return match handle(
@@ -236,9 +265,20 @@ impl ServerHandler {
                     query,
                     out,
                 ) {
-                    // Replication answers are few and come from known
-                    // peers or signed clients: not rate-limited.
-                    Diverted::Respond => Fate::Answered,
+                    // A signature that verified proves the client holds
+                    // the key, so its answers are not limited.
+                    Diverted::Respond { verified: true } => Fate::Answered,
+                    // Anyone can send an unsigned NOTIFY or transfer
+                    // request, or a bad signature, from a spoofed address:
+                    // those answers are rate-limited like any other.
+                    Diverted::Respond { verified: false } => {
+                        let class = if response_rcode(out) == Rcode::NOERROR {
+                            ResponseClass::Positive
+                        } else {
+                            ResponseClass::Error
+                        };
+                        rate_limit(rrl, &mut self.rrl_tally, client, (class, &[]), now, out)
+                    }
                     Diverted::Drop => Fate::Dropped(DropReason::Unanswerable),
                     Diverted::Later(job) => {
                         self.deferred = Some(job);
@@ -255,6 +295,12 @@ impl ServerHandler {
         let judged = self.answerer.rrl_key();
         rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out)
     }
+}
+
+/// The header rcode of a response (the extended bits need its OPT, and no
+/// error that matters here has any).
+fn response_rcode(response: &[u8]) -> Rcode {
+    Header::parse(response).map_or(Rcode::NOERROR, |h| Rcode::new(u16::from(h.rcode_low)))
 }
 
 /// Applies response rate limiting to the response in `out`: whether to send it.

@@ -24,6 +24,7 @@ mod control;
 mod cookie_secrets;
 mod defences;
 mod demo;
+mod diagnostics;
 mod dnstap_cli;
 mod handler;
 mod keys_cli;

@@ -82,6 +82,8 @@ pub struct App {
     pub(crate) stats: Arc<StatsRegistry>,
     /// `None` when dnstap is off.
     pub(crate) dnstap: Option<Arc<TapSource>>,
+    /// Per-packet events, counted for metrics and logged a few a second.
+    pub(crate) reporter: Arc<crate::diagnostics::Reporter>,
     /// The worker count and bound addresses, for `ctl status`.
     pub(crate) threads: usize,
     pub(crate) bound: Mutex<Vec<SocketAddr>>,
@@ -308,6 +310,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let clock = CoarseClock::new();
     let app = Arc::new(App {
         source,
         listen: settings.listen.clone(),
@@ -331,6 +334,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(d) => Some(TapSource::start(d).context("cannot start dnstap")?),
             None => None,
         },
+        reporter: Arc::new(crate::diagnostics::Reporter::new(clock.clone())),
         threads: settings.threads,
         bound: Mutex::new(Vec::new()),
     });
@@ -392,7 +396,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         zone_acls: Arc::clone(&app.zone_acls),
         rrl: app.rrl.clone(),
         cookies: app.cookies.as_ref().map(|c| Arc::clone(&c.current)),
-        clock: CoarseClock::new(),
+        clock,
         stats: Arc::clone(&app.stats),
         dnstap: app.dnstap.clone(),
         query_log: settings.query_log,
@@ -401,9 +405,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             keyring: Arc::clone(&app.keyring),
             secondaries: Arc::clone(&replication.secondaries),
             runtime: runtime.handle().clone(),
+            reporter: Arc::clone(&app.reporter),
         },
+        reporter: Arc::clone(&app.reporter),
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
+    runtime.spawn(Arc::clone(&app.reporter).run_summaries(shutdown.clone()));
     let workers = udp.spawn(
         &UdpConfig::default(),
         |_| {

@@ -1,6 +1,7 @@
 //! Defences as pure policy: who may ask (ACLs), how much a network may be sent
-//! (response rate limiting), and proof that a client owns its address (DNS
-//! cookies). No sockets, no clock: time comes in as an argument.
+//! (response rate limiting), proof that a client owns its address (DNS
+//! cookies), and how many log lines a kind of event may write. No sockets, no
+//! clock: time comes in as an argument.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -15,8 +16,10 @@
 
 pub mod acl;
 pub mod cookies;
+pub mod report_limit;
 pub mod rrl;
 
 pub use acl::{Access, AccessError, Acl, AclError, Network, NetworkError};
 pub use cookies::{CookieCheck, CookieSecret, SecretError, ServerCookies};
+pub use report_limit::{ReportLimit, DEFAULT_LINES_PER_SECOND};
 pub use rrl::{ResponseClass, Rrl, RrlConfig, RrlStats, RrlVerdict};

@@ -27,6 +27,7 @@ use bulwark_zone::ZoneSet;
 use super::counters::{bump, COUNTERS};
 use super::secondary::Secondaries;
 use super::settings::any_allows;
+use crate::diagnostics::{Event, Reporter};
 use crate::signing::unix_now;
 use crate::zones::{ChangeError, Zones};
 
@@ -38,12 +39,14 @@ pub struct ReplicationShared {
     pub keyring: Arc<arc_swap::ArcSwap<KeyRing>>,
     pub secondaries: Arc<Secondaries>,
     pub runtime: tokio::runtime::Handle,
+    pub reporter: Arc<Reporter>,
 }
 
 /// What became of a diverted query.
 pub enum Diverted {
-    /// `out` holds the response.
-    Respond,
+    /// `out` holds the response; `verified` when the request's TSIG was
+    /// verified (its sender holds the key, so the answer needs no rate limit).
+    Respond { verified: bool },
     /// Nothing to send.
     Drop,
     /// The response comes later, from this job.
@@ -71,12 +74,26 @@ impl Signature {
             Some(v) => ResponseSigner::new(v).sign(out, unix_now()).is_ok(),
         }
     }
+
+    /// `out`, signed when the request was, is the response; nothing is sent
+    /// when it cannot be signed.
+    fn respond(&self, out: &mut Vec<u8>) -> Diverted {
+        if self.sign(out) {
+            Diverted::Respond {
+                verified: self.verified.is_some(),
+            }
+        } else {
+            Diverted::Drop
+        }
+    }
 }
 
 /// Checks the TSIG of `view`. On a failure the error response is already
 /// in `out` (`Err`).
 fn check_tsig(
+    shared: &ReplicationShared,
     keyring: &KeyRing,
+    client: IpAddr,
     query: &[u8],
     view: &MessageView<'_>,
     out: &mut Vec<u8>,
@@ -85,10 +102,10 @@ fn check_tsig(
     match verify_request_view(view, keyring, now) {
         Ok(verified) => Ok(Signature { verified }),
         Err(failure) => {
-            tracing::info!(error = %failure, "TSIG check failed");
+            shared.reporter.report(Event::BadTsig, client, &failure);
             out.clear();
             match write_tsig_error_response(query, &failure, keyring, now, out) {
-                Some(()) => Err(Diverted::Respond),
+                Some(()) => Err(Diverted::Respond { verified: false }),
                 None => Err(Diverted::Drop),
             }
         }
@@ -102,11 +119,7 @@ fn refuse(query: &[u8], rcode: Rcode, sig: &Signature, out: &mut Vec<u8>) -> Div
         return Diverted::Drop;
     }
     set_aa(out, false);
-    if sig.sign(out) {
-        Diverted::Respond
-    } else {
-        Diverted::Drop
-    }
+    sig.respond(out)
 }
 
 fn set_aa(out: &mut [u8], aa: bool) {
@@ -134,7 +147,7 @@ pub fn handle(
         return refuse(query, Rcode::FORMERR, &Signature { verified: None }, out);
     };
     let keyring = shared.keyring.load();
-    let sig = match check_tsig(&keyring, query, &view, out) {
+    let sig = match check_tsig(shared, &keyring, request.client, query, &view, out) {
         Ok(s) => s,
         Err(d) => return d,
     };
@@ -179,11 +192,7 @@ fn signed_query(
             }
         }
     }
-    if sig.sign(out) {
-        Diverted::Respond
-    } else {
-        Diverted::Drop
-    }
+    sig.respond(out)
 }
 
 /// The size a UDP response to `query` may have: the client's EDNS payload,
@@ -232,14 +241,20 @@ fn notify(
     if !repl.is_secondary()
         || !(from_primary || any_allows(&repl.allow_notify, client, key.as_ref()))
     {
-        tracing::info!(zone = %apex, %client, "NOTIFY refused");
+        shared.reporter.report(
+            Event::NotifyRefused,
+            client,
+            format_args!("zone {apex}: not a primary of a secondary zone here"),
+        );
         bump(&COUNTERS.notify_refused);
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
     let req = match read_notify(view) {
         Ok(r) => r,
         Err(e) => {
-            tracing::debug!(error = %e, "malformed NOTIFY");
+            shared
+                .reporter
+                .report(Event::Malformed, client, format_args!("NOTIFY: {e}"));
             return refuse(query, e.rcode(), &sig, out);
         }
     };
@@ -250,11 +265,7 @@ fn notify(
     tracing::info!(zone = %req.apex, %client, serial = req.serial, "NOTIFY received");
     bump(&COUNTERS.notify_received);
     shared.secondaries.poke(&spec.origin);
-    if sig.sign(out) {
-        Diverted::Respond
-    } else {
-        Diverted::Drop
-    }
+    sig.respond(out)
 }
 
 /// AXFR and IXFR out. Over UDP, AXFR is NOTIMP (RFC 5936 §4.2, as Knot
@@ -289,7 +300,11 @@ fn transfer(
         request.client,
         key.as_ref(),
     ) {
-        tracing::info!(zone = %q.qname, client = %request.client, kind = %q.qtype, "transfer refused");
+        shared.reporter.report(
+            Event::TransferRefused,
+            request.client,
+            format_args!("{} of {}: not in allow_transfer", q.qtype, q.qname),
+        );
         bump(&COUNTERS.transfers_refused);
         return refuse(query, Rcode::NOTAUTH, &sig, out);
     }
@@ -313,11 +328,7 @@ fn transfer(
         if write_ixfr_udp_answer(zone, id, &q, out, limit, None).is_err() {
             return refuse(query, Rcode::SERVFAIL, &sig, out);
         }
-        return if sig.sign(out) {
-            Diverted::Respond
-        } else {
-            Diverted::Drop
-        };
+        return sig.respond(out);
     }
     let zone = Arc::clone(zone);
     let zones_handle = Arc::clone(&shared.zones);
@@ -445,12 +456,23 @@ fn update(
     }
     // RFC 2136 §3.3: a requestor without permission is REFUSED.
     if !any_allows(&spec.replication.allow_update, client, key.as_ref()) {
-        tracing::info!(zone = %req.zone, %client, key = ?key, "UPDATE refused by ACL");
+        shared.reporter.report(
+            Event::UpdateRefused,
+            client,
+            format_args!("zone {}: not in allow_update (key {key:?})", req.zone),
+        );
         bump(&COUNTERS.updates_refused);
         return refuse(query, Rcode::REFUSED, &sig, out);
     }
     if shared.zones.journal().is_none() {
-        tracing::warn!(zone = %req.zone, "UPDATE refused: no storage is configured, so it could not be made durable");
+        shared.reporter.report(
+            Event::UpdateRefused,
+            client,
+            format_args!(
+                "zone {}: no storage is configured, so it could not be made durable",
+                req.zone
+            ),
+        );
         bump(&COUNTERS.updates_refused);
         return refuse(query, Rcode::REFUSED, &sig, out);
     }

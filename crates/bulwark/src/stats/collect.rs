@@ -290,6 +290,23 @@ fn server_families(app: &App) -> Vec<Family> {
         "Queries read from TCP connections.",
         one(load(&tcp.queries)),
     ));
+    let events = app.reporter.counts();
+    out.push(counter(
+        "bulwark_events_total",
+        "Per-packet events (bad TSIG, refused transfer, NOTIFY or UPDATE, malformed message, ACL refusal, rejected cookie), every one counted whether logged or not.",
+        events
+            .iter()
+            .map(|c| int(vec![("kind", c.event.name().to_string())], c.events))
+            .collect(),
+    ));
+    out.push(counter(
+        "bulwark_events_unlogged_total",
+        "Per-packet events whose log line was left out by the per-kind limit of a few lines a second.",
+        events
+            .iter()
+            .map(|c| int(vec![("kind", c.event.name().to_string())], c.suppressed))
+            .collect(),
+    ));
     if let Some(rrl) = &app.rrl {
         let r = rrl.stats();
         out.push(counter(
