@@ -12,12 +12,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Peers: knotd and kdig (differential and interop tests) with its dnstap
 # module, nsd, BIND's named, dig and named-checkzone, ldns tools, unbound,
 # the Frame Streams and dnstap readers (fstrm_capture, dnstap-ldns), dnspython,
-# the Prometheus text parser (metrics tests), systemd-analyze (unit check), and
-# SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token).
+# the Prometheus text parser (metrics tests), systemd-analyze (unit check),
+# SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token), and for the
+# Debian package test (tests/package_deb.rs) dpkg-shlibdeps, lintian, man and
+# adduser.
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
     ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
     python3-prometheus-client
-    systemd softhsm2 opensc)
+    systemd softhsm2 opensc
+    dpkg-dev lintian man-db adduser)
 
 CURRENT_STEP="start"
 step() {

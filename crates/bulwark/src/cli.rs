@@ -1,9 +1,13 @@
 //! The command line: `bulwark serve | check-config | check-zone | ctl | dnstap | sign | keys | version`.
+//!
+//! [`Cli`] is the documented interface: the man pages and shell completions
+//! are generated from it. [`Invocation::parse`] adds the one hidden command,
+//! `generate-docs`, which packages run to write them.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 /// An authoritative DNS server.
 #[derive(Debug, Parser)]
@@ -11,6 +15,48 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The hidden command that writes man pages and completions.
+pub const GENERATE_DOCS: &str = "generate-docs";
+
+/// What `main` runs: a documented command, or the hidden `generate-docs`.
+#[derive(Debug)]
+pub enum Invocation {
+    // Boxed: `Command` is large, and this is built once.
+    Command(Box<Command>),
+    GenerateDocs(GenerateDocsArgs),
+}
+
+impl Invocation {
+    /// Parses the process's arguments (exiting with clap's message on error).
+    /// `generate-docs` is added here rather than to [`Command`], so that the
+    /// pages and completions generated from [`Cli`] do not list it.
+    pub fn parse() -> Invocation {
+        let generate_docs = GenerateDocsArgs::augment_args(
+            clap::Command::new(GENERATE_DOCS)
+                .about("Write man pages and shell completions (for packaging)")
+                .hide(true),
+        );
+        let matches = Cli::command().subcommand(generate_docs).get_matches();
+        let parsed = match matches.subcommand() {
+            Some((GENERATE_DOCS, sub)) => {
+                GenerateDocsArgs::from_arg_matches(sub).map(Invocation::GenerateDocs)
+            }
+            _ => Cli::from_arg_matches(&matches)
+                .map(|cli| Invocation::Command(Box::new(cli.command))),
+        };
+        parsed.unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `bulwark generate-docs --out DIR`.
+#[derive(Debug, Clone, Args)]
+pub struct GenerateDocsArgs {
+    /// Directory to write `man/` (section 8 pages) and `completions/` (bash,
+    /// zsh, fish) into; created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,5 +219,11 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn generate_docs_is_hidden_from_the_documented_cli() {
+        let cli = Cli::command();
+        assert!(cli.find_subcommand(GENERATE_DOCS).is_none());
     }
 }

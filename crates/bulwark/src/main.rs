@@ -26,6 +26,7 @@ mod defences;
 mod demo;
 mod diagnostics;
 mod dnstap_cli;
+mod generate_docs;
 mod handler;
 mod keys_cli;
 mod keystore;
@@ -49,13 +50,14 @@ mod zones;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use crate::cli::{Cli, Command};
+use crate::cli::{Command, Invocation};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
+    let command = match Invocation::parse() {
+        Invocation::Command(command) => *command,
+        Invocation::GenerateDocs(args) => return generate_docs::run(&args),
+    };
+    match command {
         Command::Serve(args) => match server::serve(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
