@@ -64,15 +64,9 @@ pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, Ne
         .collect();
     let mut local_addrs = Vec::with_capacity(addrs.len());
     for &addr in addrs {
-        let mut actual = addr;
+        let actual = unshared(addr)?;
         for worker in sockets.iter_mut() {
-            let socket = bind_one(actual)?;
-            if actual.port() == 0 {
-                if let Some(a) = socket.local_addr().ok().and_then(|a| a.as_socket()) {
-                    actual = a;
-                }
-            }
-            worker.push(Arc::new(socket));
+            worker.push(Arc::new(bind_one(actual)?));
         }
         local_addrs.push(actual);
     }
@@ -80,6 +74,38 @@ pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, Ne
         sockets,
         local_addrs,
     })
+}
+
+/// `addr` when no other socket holds it for UDP (with port 0, a port no
+/// socket holds). The workers' sockets set SO_REUSEPORT, and a bind with it
+/// succeeds on a port another process of the same user holds with it too,
+/// joining that process's group: the kernel would then split the other
+/// server's queries with ours, silently. A probe bound without SO_REUSEPORT
+/// fails on a held port instead, and is closed before the workers bind.
+fn unshared(addr: SocketAddr) -> Result<SocketAddr, NetError> {
+    let bind_err = |cause| NetError::Bind {
+        proto: "udp",
+        addr,
+        cause,
+    };
+    let probe = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(bind_err)?;
+    if addr.is_ipv6() {
+        probe
+            .set_only_v6(true)
+            .map_err(|cause| NetError::SocketOption {
+                option: "IPV6_V6ONLY",
+                addr,
+                cause,
+            })?;
+    }
+    probe.bind(&addr.into()).map_err(bind_err)?;
+    let bound = probe
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(addr);
+    Ok(bound)
 }
 
 fn bind_one(addr: SocketAddr) -> Result<Socket, NetError> {
