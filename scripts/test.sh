@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # the Frame Streams and dnstap readers (fstrm_capture, dnstap-ldns), dnspython,
 # the Prometheus text parser (metrics tests), systemd-analyze (unit check),
 # SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token), and for the
-# Debian package test (tests/package_deb.rs) dpkg-shlibdeps, lintian, man and
+# Debian package test (crates/bulwark/tests/it/package_deb.rs) dpkg-shlibdeps, lintian, man and
 # adduser.
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
     ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography

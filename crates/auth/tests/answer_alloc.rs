@@ -1,9 +1,8 @@
 //! The query path does not allocate once the answerer and buffer are warm.
 //!
-//! Counting allocations needs a global allocator, which is an `unsafe` trait: this
-//! test binary (not the library) allows it, and only forwards to `System`.
+//! Allocations are counted by the workspace's one counting global allocator,
+//! `bulwark_testkit::CountingAllocator` (per thread, forwarding to `System`).
 #![allow(
-    unsafe_code,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
@@ -12,8 +11,6 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
 
 use std::net::IpAddr;
@@ -27,37 +24,11 @@ use bulwark_proto::{Name, Rcode};
 use common::*;
 use hickory_proto::rr::RecordType;
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds
-// the `GlobalAlloc` contract; the counter is a const-initialised thread-local, so
-// touching it never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: bulwark_testkit::CountingAllocator = bulwark_testkit::CountingAllocator::new();
 
 fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
+    GLOBAL.allocations()
 }
 
 #[test]
@@ -236,7 +207,7 @@ fn answering_with_cookies_nsid_and_zone_access_does_not_allocate_once_warm() {
     for (t, q) in &queries {
         match a.answer_request(&zones, &request(*t), q, &mut out) {
             AnswerOutcome::Respond { rcode, .. } => rcodes.push(rcode),
-            AnswerOutcome::Drop | AnswerOutcome::Denied | AnswerOutcome::Divert(_) => {
+            AnswerOutcome::Drop | AnswerOutcome::Denied | AnswerOutcome::Divert(..) => {
                 panic!("dropped")
             }
         }

@@ -2,7 +2,7 @@
 //! Responses a handler finishes later: one datagram from the queried address
 //! over UDP, a run of messages before the next response over TCP.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use std::time::Duration;
 use bulwark_net::{
     bind_tcp, bind_udp, serve_tcp, Deferred, QueryHandler, Shutdown, TcpConfig, TcpStats, UdpConfig,
 };
+use bulwark_testkit::wire::{self, read_framed};
 
 /// Echoes queries whose first ID octet is not 0xdf at once; for 0xdf it
 /// defers, and a thread later sends `count` copies (the last ID octet set to
@@ -60,11 +61,9 @@ impl QueryHandler for LaterHandler {
     }
 }
 
+/// `www.example. A` with RD set.
 fn query(id: u16) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-    q
+    wire::query(id, wire::RD, "www.example.", 1)
 }
 
 #[test]
@@ -96,14 +95,6 @@ fn a_deferred_udp_reply_leaves_from_the_address_queried() {
     assert_eq!(&buf[..2], &[1, 2]);
     shutdown.trigger();
     let _ = workers.join();
-}
-
-fn read_framed(s: &mut TcpStream) -> Vec<u8> {
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len).unwrap();
-    let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    s.read_exact(&mut msg).unwrap();
-    msg
 }
 
 #[test]
@@ -139,7 +130,7 @@ fn deferred_tcp_messages_come_in_order_before_the_next_response() {
     c.write_all(&bytes).unwrap();
     let ids: Vec<[u8; 2]> = (0..usize::from(COUNT) + 2)
         .map(|_| {
-            let m = read_framed(&mut c);
+            let m = read_framed(&mut c).unwrap();
             [m[0], m[1]]
         })
         .collect();

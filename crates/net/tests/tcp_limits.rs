@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_net::{bind_tcp, serve_tcp, Shutdown, TcpConfig, TcpStats};
+use bulwark_testkit::wire::{self, read_framed};
 
 /// How long a client waits for anything before failing the test.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -25,18 +26,13 @@ fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) 
     true
 }
 
+/// `www.example. A` with RD set.
 fn query(id: u16) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-    q
+    wire::query(id, wire::RD, "www.example.", 1)
 }
 
 fn framed(id: u16) -> Vec<u8> {
-    let q = query(id);
-    let mut v = u16::try_from(q.len()).unwrap().to_be_bytes().to_vec();
-    v.extend_from_slice(&q);
-    v
+    wire::framed(&query(id))
 }
 
 struct Server {
@@ -96,14 +92,6 @@ fn connect_from(source: [u8; 4], server: SocketAddr) -> TcpStream {
 
 fn connect(server: SocketAddr) -> TcpStream {
     connect_from([127, 0, 0, 1], server)
-}
-
-fn read_framed(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len)?;
-    let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    s.read_exact(&mut msg)?;
-    Ok(msg)
 }
 
 /// One query and its answer on `s`.

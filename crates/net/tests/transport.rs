@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_net::{bind_tcp, bind_udp, serve_tcp, Shutdown, TcpConfig, TcpStats, UdpConfig};
+use bulwark_testkit::wire::{self, read_framed};
 
 fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
     out.clear();
@@ -18,11 +19,9 @@ fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) 
     true
 }
 
+/// `www.example. A` with RD set.
 fn query(id: u16) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-    q
+    wire::query(id, wire::RD, "www.example.", 1)
 }
 
 fn udp_client(server: SocketAddr) -> UdpSocket {
@@ -98,6 +97,25 @@ fn udp_bind_reports_address_in_use_for_a_taken_port() {
     assert!(err.is_addr_in_use(), "{err}");
 }
 
+#[test]
+fn udp_bind_will_not_join_another_servers_reuseport_group() {
+    // Another server holding the port with SO_REUSEPORT, as named and knotd
+    // do: a bind of ours with SO_REUSEPORT alone would succeed and split its
+    // queries with us.
+    let other = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    other.set_reuse_port(true).unwrap();
+    other
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let held = other.local_addr().unwrap().as_socket().unwrap();
+    let err = bind_udp(&[held], 2).unwrap_err();
+    assert!(err.is_addr_in_use(), "{err}");
+    // Port 0 gets a port nobody holds, the same for every worker.
+    let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 2).unwrap();
+    assert_ne!(listeners.local_addrs()[0].port(), 0);
+    assert_ne!(listeners.local_addrs()[0], held);
+}
+
 struct TcpServer {
     addr: SocketAddr,
     shutdown: Shutdown,
@@ -123,14 +141,6 @@ fn tcp_server(config: TcpConfig) -> TcpServer {
         stats,
         rt,
     }
-}
-
-fn read_framed(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len)?;
-    let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    s.read_exact(&mut msg)?;
-    Ok(msg)
 }
 
 #[test]

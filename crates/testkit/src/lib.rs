@@ -15,7 +15,20 @@
 //!
 //! Being test code, this crate may panic (that is how a test fails): it does
 //! not take the panic-free lints of the library crates.
-#![forbid(unsafe_code)]
+//!
+//! Beside the peer rule, it holds what several crates' tests would otherwise
+//! each write again: [`CountingAllocator`], a global allocator that counts
+//! (for the tests that prove a path does not allocate), and [`wire`], raw
+//! query bytes and TCP framing.
+//!
+//! `unsafe` is denied (the workspace lint, restated here) everywhere but in
+//! the counting allocator's module: `GlobalAlloc` is an `unsafe` trait.
+#![deny(unsafe_code)]
+
+mod alloc;
+pub mod wire;
+
+pub use alloc::CountingAllocator;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bulwark_proto::message::{MessageView, Question};
 use bulwark_proto::{Class, Name, Record, Rtype};
-use bulwark_testkit::require_tool;
+use bulwark_testkit::{require_tool, wire};
 use bulwark_xfr::transfer_in::{
     build_soa_query, build_transfer_query, read_soa_response, Progress, TransferLimits,
     TransferReader, TransferResult,
@@ -140,9 +140,7 @@ impl Daemon {
         stream.set_read_timeout(Some(TRANSFER_TIMEOUT)).unwrap();
         let mut query = Vec::new();
         build_transfer_query(0x2345, &apex(), qtype, ours, &mut query).unwrap();
-        let mut framed = u16::try_from(query.len()).unwrap().to_be_bytes().to_vec();
-        framed.extend_from_slice(&query);
-        stream.write_all(&framed).unwrap();
+        stream.write_all(&wire::framed(&query)).unwrap();
         let serial = ours.and_then(bulwark_zone::diff::soa_serial_of);
         let mut reader =
             TransferReader::new(apex(), qtype, 0x2345, serial, TransferLimits::default());

@@ -1,19 +1,15 @@
 //! A zone transfer signs and checks every message, so neither side may
 //! allocate per message once its buffer is warm.
 //!
-//! Counting allocations needs a global allocator, which is an `unsafe` trait:
-//! this test binary (not the library) allows it, and only forwards to
-//! `System`. It sees Rust allocations; aws-lc's HMAC state lives inline in
-//! the prepared key and is copied, not allocated, per message.
+//! Allocations are counted by the workspace's one counting global allocator,
+//! `bulwark_testkit::CountingAllocator` (per thread, forwarding to `System`).
+//! It sees Rust allocations; aws-lc's HMAC state lives inline in the prepared
+//! key and is copied, not allocated, per message.
 #![allow(
-    unsafe_code,
     clippy::unwrap_used,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects
 )]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
 use bulwark_proto::message::{MessageBuilder, Section};
 use bulwark_proto::{Class, Name, Rtype};
@@ -21,37 +17,11 @@ use bulwark_xfr::tsig::{
     sign_request, verify_request, KeyRing, ResponseSigner, ResponseVerifier, TsigAlgorithm, TsigKey,
 };
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds
-// the `GlobalAlloc` contract; the counter is a const-initialised thread-local, so
-// touching it never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: bulwark_testkit::CountingAllocator = bulwark_testkit::CountingAllocator::new();
 
 fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
+    GLOBAL.allocations()
 }
 
 const NOW: u64 = 1_700_000_000;
