@@ -1,6 +1,6 @@
 //! EDNS (RFC 6891): the response size limit and the OPT record we send back.
 
-use bulwark_proto::message::{Edns, EdnsOption, MIN_UDP_PAYLOAD, OPTION_TCP_KEEPALIVE};
+use bulwark_proto::message::{udp_response_limit, Edns, EdnsOption, OPTION_TCP_KEEPALIVE};
 
 use crate::response::{CookieOption, ResponseOpt};
 use crate::{AnswerConfig, Transport, MAX_NSID_LEN};
@@ -14,10 +14,7 @@ pub(crate) const TCP_LIMIT: usize = 65535;
 pub(crate) fn size_limit(transport: Transport, edns: Option<&Edns<'_>>, max_udp: u16) -> usize {
     match transport {
         Transport::Tcp => TCP_LIMIT,
-        Transport::Udp => {
-            let client = edns.map_or(MIN_UDP_PAYLOAD, Edns::effective_payload);
-            usize::from(client.min(max_udp).max(MIN_UDP_PAYLOAD))
-        }
+        Transport::Udp => udp_response_limit(edns, max_udp),
     }
 }
 

@@ -47,8 +47,10 @@ use std::sync::Arc;
 pub use bulwark_guard::{Access, ResponseClass, ServerCookies};
 pub use divert::Divert;
 
-use bulwark_proto::message::{write_error_response, write_not_implemented, MessageView};
-use bulwark_proto::{Class, Name, Rcode};
+use bulwark_proto::message::{
+    bits, first_qtype, write_error_response, write_not_implemented, MessageView,
+};
+use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
 use bulwark_zone::ZoneSet;
 
 use crate::imputed::Imputed;
@@ -162,8 +164,8 @@ pub trait ZoneAccess {
 }
 
 /// What became of a query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnswerOutcome {
+#[derive(Debug, Clone)]
+pub enum AnswerOutcome<'q> {
     /// `out` holds a response to send.
     Respond { rcode: Rcode, truncated: bool },
     /// Nothing to send: too short to carry a header, or itself a response (QR set).
@@ -172,8 +174,62 @@ pub enum AnswerOutcome {
     /// queries silently (told apart from `Drop` so that it is counted as such).
     Denied,
     /// Nothing written: the query is the server's to handle (replication, or
-    /// a TSIG-signed query), see [`Divert`].
-    Divert(Divert),
+    /// a TSIG-signed query), see [`Divert`]. The message as read here goes
+    /// with it, so that it is not read again.
+    Divert(Divert, MessageView<'q>),
+}
+
+impl AnswerOutcome<'_> {
+    /// Where the query was diverted to, if it was.
+    pub fn divert(&self) -> Option<Divert> {
+        match self {
+            AnswerOutcome::Divert(d, _) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+/// Two outcomes are equal when they say the same; diverted ones when they
+/// divert the same message the same way.
+impl PartialEq for AnswerOutcome<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                AnswerOutcome::Respond { rcode, truncated },
+                AnswerOutcome::Respond {
+                    rcode: r,
+                    truncated: t,
+                },
+            ) => rcode == r && truncated == t,
+            (AnswerOutcome::Drop, AnswerOutcome::Drop)
+            | (AnswerOutcome::Denied, AnswerOutcome::Denied) => true,
+            (AnswerOutcome::Divert(d, m), AnswerOutcome::Divert(e, n)) => {
+                d == e && m.as_bytes() == n.as_bytes()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// What the last query asked, as read while answering it, so that statistics
+/// and logs need not read it again. Both are `None` where the query could
+/// not be read that far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Asked {
+    pub opcode: Option<Opcode>,
+    /// The first question's type.
+    pub qtype: Option<Rtype>,
+}
+
+impl Asked {
+    /// What a query refused before answering (by a listener's ACL, say)
+    /// asked, from its header and first question alone.
+    pub fn peek(query: &[u8]) -> Asked {
+        Asked {
+            opcode: bits::opcode(query),
+            qtype: first_qtype(query),
+        }
+    }
 }
 
 /// Answers queries. One per worker thread: it keeps scratch space between queries
@@ -189,6 +245,7 @@ pub struct Answerer {
     qname_lower: Name,
     rdata: Vec<u8>,
     cookie_valid: bool,
+    asked: Asked,
     /// `None` unless asked for: worth it where one answerer sees many queries
     /// (a UDP worker), not per TCP connection.
     cache: Option<ResponseCache>,
@@ -203,6 +260,7 @@ impl Answerer {
             qname_lower: Name::root(),
             rdata: Vec::new(),
             cookie_valid: false,
+            asked: Asked::default(),
             cache: None,
         }
     }
@@ -219,13 +277,13 @@ impl Answerer {
     }
 
     /// Clears `out` and writes into it the response to `query`, with no defences.
-    pub fn answer(
+    pub fn answer<'q>(
         &mut self,
         zones: &ZoneSet,
         transport: Transport,
-        query: &[u8],
+        query: &'q [u8],
         out: &mut Vec<u8>,
-    ) -> AnswerOutcome {
+    ) -> AnswerOutcome<'q> {
         self.answer_request(zones, &Request::plain(transport), query, out)
     }
 
@@ -274,17 +332,26 @@ impl Answerer {
         self.cookie_valid
     }
 
+    /// The opcode and question type of the last query.
+    pub fn asked(&self) -> Asked {
+        self.asked
+    }
+
     /// Clears `out` and writes into it the response to `query` from `request`.
-    pub fn answer_request(
+    pub fn answer_request<'q>(
         &mut self,
         zones: &ZoneSet,
         request: &Request<'_>,
-        query: &[u8],
+        query: &'q [u8],
         out: &mut Vec<u8>,
-    ) -> AnswerOutcome {
+    ) -> AnswerOutcome<'q> {
         out.clear();
         self.scratch.imputed.error();
         self.cookie_valid = false;
+        self.asked = Asked {
+            opcode: bits::opcode(query),
+            qtype: None,
+        };
         // Zone access lists make an answer depend on the client: not replayable.
         let cache = self
             .cache
@@ -301,6 +368,7 @@ impl Answerer {
             );
             if let Some(hit) = hit {
                 self.scratch.imputed.set(hit.rrl.0, hit.rrl.1);
+                self.asked.qtype = Some(hit.qtype);
                 return AnswerOutcome::Respond {
                     rcode: hit.rcode,
                     truncated: hit.truncated,
@@ -308,12 +376,12 @@ impl Answerer {
             }
             let outcome = self.answer_uncached(zones, request, query, out);
             if let (Some(cache), AnswerOutcome::Respond { rcode, truncated }) =
-                (self.cache.as_mut(), outcome)
+                (self.cache.as_mut(), &outcome)
             {
                 cache.insert(
                     out,
                     zones.generation(),
-                    (rcode, truncated),
+                    (*rcode, *truncated),
                     self.scratch.imputed.key(),
                 );
             }
@@ -322,17 +390,18 @@ impl Answerer {
         self.answer_uncached(zones, request, query, out)
     }
 
-    fn answer_uncached(
+    fn answer_uncached<'q>(
         &mut self,
         zones: &ZoneSet,
         request: &Request<'_>,
-        query: &[u8],
+        query: &'q [u8],
         out: &mut Vec<u8>,
-    ) -> AnswerOutcome {
+    ) -> AnswerOutcome<'q> {
         let view = match read_query(query) {
             Ok(v) => v,
             Err(Rejected::Drop) => return AnswerOutcome::Drop,
             Err(Rejected::Malformed) => {
+                self.asked.qtype = first_qtype(query);
                 // RFC 1035 §4.1.1: FORMERR, id copied, the question if it was
                 // readable. A malformed COOKIE option lands here too (RFC 7873
                 // §5.2.2), as does a keepalive option of the wrong length.
@@ -354,19 +423,40 @@ impl Answerer {
                 };
             }
         };
+        self.asked.qtype = view.question().map(|q| q.qtype);
         if let Some(divert) = divert::divert_of(&view) {
-            return AnswerOutcome::Divert(divert);
+            return AnswerOutcome::Divert(divert, view);
         }
         self.answer_query(zones, request, &view, out)
     }
 
-    fn answer_query(
+    /// Clears `out` and writes into it the response to a standard query
+    /// already read (a TSIG-signed one the server checked, say); the TSIG
+    /// record is not looked at.
+    pub fn answer_view<'q>(
         &mut self,
         zones: &ZoneSet,
         request: &Request<'_>,
         query: &MessageView<'_>,
         out: &mut Vec<u8>,
-    ) -> AnswerOutcome {
+    ) -> AnswerOutcome<'q> {
+        out.clear();
+        self.scratch.imputed.error();
+        self.cookie_valid = false;
+        self.asked = Asked {
+            opcode: Some(query.header().opcode),
+            qtype: query.question().map(|q| q.qtype),
+        };
+        self.answer_query(zones, request, query, out)
+    }
+
+    fn answer_query<'q>(
+        &mut self,
+        zones: &ZoneSet,
+        request: &Request<'_>,
+        query: &MessageView<'_>,
+        out: &mut Vec<u8>,
+    ) -> AnswerOutcome<'q> {
         let transport = request.transport;
         let config = &*self.config;
         let edns = query.edns();
@@ -469,13 +559,13 @@ impl Answerer {
 }
 
 /// The last step for a response that may carry data: the cookie policy.
-fn finish(
+fn finish<'q>(
     mut resp: Response<'_>,
     policy: CookiePolicy,
     request: &Request<'_>,
     cookie: Option<&cookie::CookieState>,
     imputed: &mut Imputed,
-) -> AnswerOutcome {
+) -> AnswerOutcome<'q> {
     // The policy needs cookies on: without secrets no client could comply.
     if request.cookies.is_some()
         && cookie::require_cookie(&mut resp, policy, request.transport, cookie)
@@ -485,7 +575,7 @@ fn finish(
     respond(resp)
 }
 
-fn respond(resp: Response<'_>) -> AnswerOutcome {
+fn respond<'q>(resp: Response<'_>) -> AnswerOutcome<'q> {
     let (rcode, truncated) = resp.finish();
     AnswerOutcome::Respond { rcode, truncated }
 }

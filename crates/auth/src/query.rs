@@ -2,7 +2,7 @@
 //! message is checked once by `MessageView`; here we decide what cannot be
 //! answered at all.
 
-use bulwark_proto::message::{MessageView, HEADER_LEN};
+use bulwark_proto::message::{bits, MessageView};
 use bulwark_proto::Opcode;
 
 /// Why a query is not answered normally.
@@ -17,22 +17,15 @@ pub(crate) enum Rejected {
     NotImplemented,
 }
 
-/// RFC 1035 §4.1.1: the QR bit of the third header octet.
-const QR: u8 = 0x80;
-
 /// Parses and validates `bytes` as a query.
 pub(crate) fn read_query(bytes: &[u8]) -> Result<MessageView<'_>, Rejected> {
-    let flags = bytes
-        .get(..HEADER_LEN)
-        .and_then(|h| h.get(2))
-        .ok_or(Rejected::Drop)?;
     // A response sent to us: answering it could start a loop between servers.
-    if flags & QR != 0 {
+    if bits::is_response(bytes).is_none_or(|qr| qr) {
         return Err(Rejected::Drop);
     }
     // The opcode says how to read the rest; an unknown one leaves nothing
     // else to judge (a missing question is no FORMERR then).
-    if !is_implemented(Opcode::new((flags >> 3) & 0x0f)) {
+    if !bits::opcode(bytes).is_some_and(is_implemented) {
         return Err(Rejected::NotImplemented);
     }
     MessageView::parse(bytes).map_err(|_| Rejected::Malformed)
@@ -47,6 +40,7 @@ fn is_implemented(opcode: Opcode) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use bulwark_proto::message::HEADER_LEN;
 
     /// id 0x0102, RD, one question `a.` IN A.
     const QUERY: &[u8] = &[1, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1];
@@ -55,7 +49,7 @@ mod tests {
     fn short_and_response_packets_are_dropped() {
         assert_eq!(read_query(&QUERY[..11]).err(), Some(Rejected::Drop));
         let mut r = QUERY.to_vec();
-        r[2] |= QR;
+        r[2] |= 0x80; // QR
         assert_eq!(read_query(&r).err(), Some(Rejected::Drop));
     }
 

@@ -44,7 +44,8 @@
 use core::hash::BuildHasher;
 
 use bulwark_guard::ResponseClass;
-use bulwark_proto::Rcode;
+use bulwark_proto::message::bits;
+use bulwark_proto::{Opcode, Rcode, Rtype};
 use foldhash::fast::RandomState;
 
 use crate::Transport;
@@ -140,6 +141,8 @@ pub(crate) struct Hit<'a> {
     pub(crate) rcode: Rcode,
     pub(crate) truncated: bool,
     pub(crate) rrl: (ResponseClass, &'a [u8]),
+    /// The question's type, read where the key found the name's end.
+    pub(crate) qtype: Rtype,
 }
 
 #[derive(Debug)]
@@ -325,6 +328,9 @@ impl ResponseCache {
         }
         let slot = self.slots.get(index)?;
         let rrl_class = slot.rrl_class?;
+        let at = HEADER.checked_add(self.qname_len)?;
+        let qtype = query.get(at..at.checked_add(2)?)?;
+        let qtype = Rtype(u16::from_be_bytes(qtype.try_into().ok()?));
         let (response, rrl_name) = slot.response_and_name();
         out.clear();
         out.extend_from_slice(response);
@@ -333,6 +339,7 @@ impl ResponseCache {
             rcode: slot.rcode,
             truncated: slot.truncated,
             rrl: (rrl_class, rrl_name),
+            qtype,
         })
     }
 
@@ -415,9 +422,8 @@ fn cache_key(
     key: &mut Vec<u8>,
 ) -> Option<usize> {
     let header = query.get(..HEADER)?;
-    let flags = header.get(2)?;
     // QR clear and opcode QUERY; anything else is for the full path to judge.
-    if flags & 0xf8 != 0 {
+    if bits::is_response(header)? || bits::opcode(header)? != Opcode::QUERY {
         return None;
     }
     let counts = header.get(4..HEADER)?;

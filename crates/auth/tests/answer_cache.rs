@@ -69,13 +69,18 @@ fn queries() -> Vec<Vec<u8>> {
     all
 }
 
-struct Answer {
-    outcome: AnswerOutcome,
+struct Answer<'q> {
+    outcome: AnswerOutcome<'q>,
     wire: Vec<u8>,
     rrl: (bulwark_auth::ResponseClass, Vec<u8>),
 }
 
-fn answer(a: &mut Answerer, zones: &ZoneSet, request: &Request<'_>, wire: &[u8]) -> Answer {
+fn answer<'q>(
+    a: &mut Answerer,
+    zones: &ZoneSet,
+    request: &Request<'_>,
+    wire: &'q [u8],
+) -> Answer<'q> {
     let mut out = Vec::new();
     let outcome = a.answer_request(zones, request, wire, &mut out);
     let (class, name) = a.rrl_key();

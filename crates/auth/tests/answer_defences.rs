@@ -91,20 +91,25 @@ fn request<'a>(transport: Transport, cookies: Option<&'a ServerCookies>) -> Requ
     }
 }
 
-struct Run {
-    outcome: AnswerOutcome,
+struct Run<'q> {
+    outcome: AnswerOutcome<'q>,
     wire: Vec<u8>,
     cookie_valid: bool,
     class: ResponseClass,
 }
 
-impl Run {
+impl Run<'_> {
     fn msg(&self) -> Message {
         Message::from_vec(&self.wire).expect("response parses")
     }
 }
 
-fn run(config: AnswerConfig, zones: &ZoneSet, request: &Request<'_>, query: &[u8]) -> Run {
+fn run<'q>(
+    config: AnswerConfig,
+    zones: &ZoneSet,
+    request: &Request<'_>,
+    query: &'q [u8],
+) -> Run<'q> {
     let mut a = Answerer::new(Arc::new(config));
     let mut out = Vec::new();
     let outcome = a.answer_request(zones, request, query, &mut out);

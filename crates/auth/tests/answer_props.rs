@@ -59,7 +59,7 @@ fn check_request(
         AnswerOutcome::Drop | AnswerOutcome::Denied => {
             assert!(out.is_empty() || q.len() < 12 || q[2] & 0x80 != 0)
         }
-        AnswerOutcome::Divert(_) => assert!(out.is_empty(), "nothing written when diverted"),
+        AnswerOutcome::Divert(..) => assert!(out.is_empty(), "nothing written when diverted"),
         AnswerOutcome::Respond { .. } => {
             assert!(out.len() >= 12);
             assert!(

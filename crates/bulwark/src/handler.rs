@@ -10,7 +10,7 @@ use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlStats, RrlVerdict, ServerCookies};
 use bulwark_net::{Batch, Deferred, QueryHandler};
-use bulwark_proto::message::{write_error_response, Header};
+use bulwark_proto::message::{bits, truncate_to_question, write_error_response};
 use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
 
@@ -18,12 +18,8 @@ use crate::clock::CoarseClock;
 use crate::defences::ZoneAcls;
 use crate::diagnostics::{Event, Reporter};
 use crate::query_log::QueryLog;
-use crate::slip::truncate_in_place;
-use crate::stats::{DropReason, Fate, StatsRegistry, WorkerRecorder};
+use crate::stats::{Asked, DropReason, Fate, StatsRegistry, Told, WorkerRecorder};
 use crate::tap::{QueryTap, TapSource};
-
-/// Header octet 2: QR (RFC 1035 §4.1.1).
-const QR_BIT: u8 = 0x80;
 
 /// What every handler of the server shares: the defences' state.
 #[derive(Debug, Clone)]
@@ -144,12 +140,17 @@ impl QueryHandler for ServerHandler {
         out: &mut Vec<u8>,
     ) -> bool {
         let started = self.stats.start();
-        let fate = self.decide(query, peer, local, out);
+        let Decided { fate, asked, said } = self.decide(query, peer, local, out);
         let response = fate.sent().then_some(out.as_slice());
-        self.stats.record(query, response, fate, started);
+        let told = response.map(|r| Told {
+            rcode: said.rcode,
+            truncated: said.truncated || fate == Fate::Slipped,
+            size: r.len(),
+        });
+        self.stats.record(asked, told, fate, started);
         self.tap.auth(peer, local, query, response);
         if self.query_log.is_on() {
-            self.query_log.log(peer, query, response);
+            self.query_log.log(peer, query, told);
         }
         fate.sent()
     }
@@ -174,6 +175,29 @@ impl QueryHandler for ServerHandler {
     }
 }
 
+/// What the pipeline made of one query: what becomes of it, what it asked
+/// and what the response says (read once, where they were decided).
+struct Decided {
+    fate: Fate,
+    asked: Asked,
+    said: Said,
+}
+
+/// The rcode and TC of the response in `out`, as the step that wrote it knew
+/// them (before rate limiting's slip).
+#[derive(Debug, Clone, Copy)]
+struct Said {
+    rcode: Rcode,
+    truncated: bool,
+}
+
+impl Said {
+    const NOTHING: Said = Said {
+        rcode: Rcode::NOERROR,
+        truncated: false,
+    };
+}
+
 impl ServerHandler {
     /// The pipeline proper: listener ACL, answering, rate limiting.
     fn decide(
@@ -182,7 +206,12 @@ impl ServerHandler {
         peer: SocketAddr,
         local: SocketAddr,
         out: &mut Vec<u8>,
-    ) -> Fate {
+    ) -> Decided {
+        let refused = |fate, said| Decided {
+            fate,
+            asked: Asked::peek(query),
+            said,
+        };
         let client = client_ip(peer);
         // Only UDP is limited: a TCP client has proved its address.
         let rrl = self
@@ -200,20 +229,25 @@ impl ServerHandler {
                     out.clear();
                     // RFC 1035 §4.1.1: never answer a response (QR set), or two
                     // servers could bounce REFUSED between them.
-                    if query.get(2).is_none_or(|b| b & QR_BIT != 0)
+                    if bits::is_response(query).is_none_or(|qr| qr)
                         || write_error_response(query, Rcode::REFUSED, out).is_none()
                     {
-                        return Fate::Dropped(DropReason::Unanswerable);
+                        return refused(Fate::Dropped(DropReason::Unanswerable), Said::NOTHING);
                     }
                     // A refusal is an error response like any other: a spoofed
                     // flood of denied queries is rate-limited too.
                     let judged = (ResponseClass::Error, &[][..]);
-                    return rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
+                    let fate = rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
+                    let said = Said {
+                        rcode: Rcode::REFUSED,
+                        truncated: false,
+                    };
+                    return refused(fate, said);
                 }
                 Access::Drop => {
                     self.reporter
                         .report(Event::AclDenied, client, "listener ACL: dropped");
-                    return Fate::Dropped(DropReason::Acl);
+                    return refused(Fate::Dropped(DropReason::Acl), Said::NOTHING);
                 }
             }
         }
@@ -232,19 +266,21 @@ impl ServerHandler {
             cookies,
             zone_access,
         };
-        match self.answerer.answer_request(zones, &request, query, out) {
-            AnswerOutcome::Respond { rcode, .. } => {
+        let outcome = self.answerer.answer_request(zones, &request, query, out);
+        let said = match outcome {
+            AnswerOutcome::Respond { rcode, truncated } => {
                 if rcode == Rcode::FORMERR {
                     self.reporter.report(Event::Malformed, client, "FORMERR");
                 } else if rcode == Rcode::BADCOOKIE {
                     self.reporter
                         .report(Event::CookieRejected, client, "BADCOOKIE");
                 }
+                Said { rcode, truncated }
             }
             AnswerOutcome::Denied => {
                 self.reporter
                     .report(Event::AclDenied, client, "zone ACL: dropped");
-                return Fate::Dropped(DropReason::Acl);
+                return self.decided(Fate::Dropped(DropReason::Acl), Said::NOTHING);
             }
             AnswerOutcome::Drop => {
                 self.reporter.report(
@@ -252,55 +288,72 @@ impl ServerHandler {
                     client,
                     "dropped: shorter than a header, or a response",
                 );
-                return Fate::Dropped(DropReason::Unanswerable);
+                return self.decided(Fate::Dropped(DropReason::Unanswerable), Said::NOTHING);
             }
-            AnswerOutcome::Divert(divert) => {
+            AnswerOutcome::Divert(divert, message) => {
                 use crate::replication::serve::{handle, Diverted};
-                return match handle(
+                let diverted = handle(
                     &self.replication,
                     &mut self.answerer,
                     zones,
                     &request,
                     divert,
-                    query,
+                    &message,
                     out,
-                ) {
+                );
+                let asked = self.answerer.asked();
+                let (fate, said) = match diverted {
                     // A signature that verified proves the client holds
                     // the key, so its answers are not limited.
-                    Diverted::Respond { verified: true } => Fate::Answered,
+                    Diverted::Respond {
+                        verified: true,
+                        rcode,
+                        truncated,
+                    } => (Fate::Answered, Said { rcode, truncated }),
                     // Anyone can send an unsigned NOTIFY or transfer
                     // request, or a bad signature, from a spoofed address:
                     // those answers are rate-limited like any other.
-                    Diverted::Respond { verified: false } => {
-                        let class = if response_rcode(out) == Rcode::NOERROR {
+                    Diverted::Respond {
+                        verified: false,
+                        rcode,
+                        truncated,
+                    } => {
+                        let class = if rcode == Rcode::NOERROR {
                             ResponseClass::Positive
                         } else {
                             ResponseClass::Error
                         };
-                        rate_limit(rrl, &mut self.rrl_tally, client, (class, &[]), now, out)
+                        let fate =
+                            rate_limit(rrl, &mut self.rrl_tally, client, (class, &[]), now, out);
+                        (fate, Said { rcode, truncated })
                     }
-                    Diverted::Drop => Fate::Dropped(DropReason::Unanswerable),
+                    Diverted::Drop => (Fate::Dropped(DropReason::Unanswerable), Said::NOTHING),
                     Diverted::Later(job) => {
                         self.deferred = Some(job);
-                        Fate::Deferred
+                        (Fate::Deferred, Said::NOTHING)
                     }
                 };
+                return Decided { fate, asked, said };
             }
-        }
+        };
         // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
         // the response cannot be a reflection and is not limited.
         if rrl.is_none() || self.answerer.cookie_valid() {
-            return Fate::Answered;
+            return self.decided(Fate::Answered, said);
         }
         let judged = self.answerer.rrl_key();
-        rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out)
+        let fate = rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
+        self.decided(fate, said)
     }
-}
 
-/// The header rcode of a response (the extended bits need its OPT, and no
-/// error that matters here has any).
-fn response_rcode(response: &[u8]) -> Rcode {
-    Header::parse(response).map_or(Rcode::NOERROR, |h| Rcode::new(u16::from(h.rcode_low)))
+    /// What became of a query the answerer read.
+    fn decided(&self, fate: Fate, said: Said) -> Decided {
+        Decided {
+            fate,
+            asked: self.answerer.asked(),
+            said,
+        }
+    }
 }
 
 /// Applies response rate limiting to the response in `out`: whether to send it.
@@ -321,7 +374,7 @@ fn rate_limit(
         // Every Nth limited response goes out truncated so a real client
         // behind the limited network retries over TCP and gets its answer.
         RrlVerdict::Slip => {
-            if truncate_in_place(out) {
+            if truncate_to_question(out) {
                 Fate::Slipped
             } else {
                 Fate::Dropped(DropReason::RateLimited)
@@ -363,5 +416,77 @@ mod tests {
     fn ipv4_mapped_clients_count_as_ipv4() {
         let peer: SocketAddr = "[::ffff:192.0.2.1]:5353".parse().unwrap();
         assert_eq!(client_ip(peer), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    /// A server handler for `test.` (one A record), with `key` in its keyring.
+    fn handler_with_key(
+        dir: &std::path::Path,
+        key: bulwark_xfr::tsig::TsigKey,
+        runtime: &tokio::runtime::Runtime,
+    ) -> ServerHandler {
+        let zone = dir.join("test.zone");
+        std::fs::write(
+            &zone,
+            "$ORIGIN test.\n$TTL 60\n@ SOA ns h 1 60 60 60 60\n@ NS ns\nns A 192.0.2.1\n",
+        )
+        .unwrap();
+        let zones = Arc::new(crate::zones::Zones::new(None));
+        let origin = "test.".parse::<bulwark_proto::Name>().unwrap();
+        zones.load(&[crate::config::ZoneSpec::from_file(origin, zone)]);
+        let mut keyring = bulwark_xfr::tsig::KeyRing::new();
+        keyring.insert(key);
+        let clock = CoarseClock::new();
+        let reporter = Arc::new(Reporter::new(clock.clone()));
+        let shared = Shared {
+            config: Arc::new(AnswerConfig::default()),
+            zones: zones.snapshot(),
+            listener_acls: Arc::new(ListenerAcls::default()),
+            zone_acls: Arc::new(ArcSwap::from_pointee(ZoneAcls::default())),
+            rrl: None,
+            cookies: None,
+            clock,
+            stats: StatsRegistry::new(&crate::stats::StatsSettings { enabled: true }),
+            dnstap: None,
+            query_log: false,
+            replication: crate::replication::serve::ReplicationShared {
+                zones,
+                keyring: Arc::new(ArcSwap::from_pointee(keyring)),
+                secondaries: Arc::default(),
+                runtime: runtime.handle().clone(),
+                reporter: Arc::clone(&reporter),
+            },
+            reporter,
+        };
+        ServerHandler::new(&shared, Transport::Udp)
+    }
+
+    #[test]
+    fn a_signed_query_is_parsed_once_on_its_way_through_the_server() {
+        use bulwark_xfr::tsig::{sign_request, ResponseVerifier, TsigAlgorithm, TsigKey};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let name = "key.".parse::<bulwark_proto::Name>().unwrap();
+        let key = TsigKey::new(name, TsigAlgorithm::HmacSha256, vec![7; 32]);
+        let mut handler = handler_with_key(dir.path(), key.clone(), &runtime);
+        // `ns.test. A` with EDNS, signed.
+        let mut query = vec![0xab, 0xcd, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        query.extend_from_slice(b"\x02ns\x04test\x00\x00\x01\x00\x01");
+        query.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
+        let now = crate::signing::unix_now();
+        let mac = sign_request(&mut query, &key, now, 300).unwrap();
+        let peer: SocketAddr = "192.0.2.9:5353".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:53".parse().unwrap();
+        let mut out = Vec::new();
+        let before = bulwark_proto::message::parse_count::parses();
+        assert!(handler.handle(&query, peer, local, &mut out));
+        let parses = bulwark_proto::message::parse_count::parses() - before;
+        // The answer is the real one, signed: the query went the whole way.
+        let view = bulwark_proto::MessageView::parse(&out).unwrap();
+        assert_eq!(view.rcode(), Rcode::NOERROR);
+        assert_eq!(view.answers().count(), 1);
+        ResponseVerifier::new(&key, &mac).verify(&out, now).unwrap();
+        assert_eq!(parses, 1, "the signed query was read {parses} times");
     }
 }

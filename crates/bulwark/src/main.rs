@@ -42,7 +42,6 @@ mod server;
 mod service;
 mod sign_cli;
 mod signing;
-mod slip;
 mod stats;
 mod tap;
 mod zone_signer;

@@ -89,7 +89,8 @@ pub fn with_edns(mut m: Message, payload: u16, dnssec_ok: bool) -> Message {
 }
 
 pub struct Answered {
-    pub outcome: AnswerOutcome,
+    /// Never `Divert`: these helpers answer queries, they do not divert them.
+    pub outcome: AnswerOutcome<'static>,
     pub wire: Vec<u8>,
 }
 
@@ -107,7 +108,12 @@ pub fn answer_with(
 ) -> Answered {
     let mut a = Answerer::new(Arc::new(config));
     let mut out = Vec::new();
-    let outcome = a.answer(zones, transport, wire, &mut out);
+    let outcome = match a.answer(zones, transport, wire, &mut out) {
+        AnswerOutcome::Respond { rcode, truncated } => AnswerOutcome::Respond { rcode, truncated },
+        AnswerOutcome::Drop => AnswerOutcome::Drop,
+        AnswerOutcome::Denied => AnswerOutcome::Denied,
+        AnswerOutcome::Divert(d, _) => panic!("diverted to {d:?}"),
+    };
     Answered { outcome, wire: out }
 }
 

@@ -11,15 +11,16 @@ use std::sync::Arc;
 
 use bulwark_auth::{AnswerOutcome, Answerer, Divert, Request, Transport};
 use bulwark_net::{Deferred, Responder};
-use bulwark_proto::message::{write_error_response, MessageView};
+use bulwark_proto::message::{
+    bits, truncate_to_question, udp_response_limit, write_error_response, MessageView,
+};
 use bulwark_proto::{Name, Rcode, Rtype};
 use bulwark_xfr::notify::{read_notify, write_notify_response};
 use bulwark_xfr::transfer_out::{
     ixfr_client_serial, plan_ixfr, write_ixfr_udp_answer, TransferWriter,
 };
 use bulwark_xfr::tsig::{
-    strip_tsig, verify_request_view, write_tsig_error_response, KeyRing, ResponseSigner,
-    VerifiedRequest,
+    verify_request_view, write_tsig_error_response, KeyRing, ResponseSigner, VerifiedRequest,
 };
 use bulwark_xfr::update::{read_update, write_update_response, UpdateOptions, ZoneEdit};
 use bulwark_zone::ZoneSet;
@@ -44,9 +45,14 @@ pub struct ReplicationShared {
 
 /// What became of a diverted query.
 pub enum Diverted {
-    /// `out` holds the response; `verified` when the request's TSIG was
-    /// verified (its sender holds the key, so the answer needs no rate limit).
-    Respond { verified: bool },
+    /// `out` holds the response, with `rcode` and TC as written; `verified`
+    /// when the request's TSIG was verified (its sender holds the key, so the
+    /// answer needs no rate limit).
+    Respond {
+        verified: bool,
+        rcode: Rcode,
+        truncated: bool,
+    },
     /// Nothing to send.
     Drop,
     /// The response comes later, from this job.
@@ -76,12 +82,12 @@ impl Signature {
     }
 
     /// `out`, signed when the request was, is the response; nothing is sent
-    /// when it cannot be signed.
+    /// when it cannot be signed. Its rcode is in the header: the replication
+    /// answers use no extended rcode.
     fn respond(&self, out: &mut Vec<u8>) -> Diverted {
+        let said = written(out);
         if self.sign(out) {
-            Diverted::Respond {
-                verified: self.verified.is_some(),
-            }
+            said(self.verified.is_some())
         } else {
             Diverted::Drop
         }
@@ -105,7 +111,7 @@ fn check_tsig(
             shared.reporter.report(Event::BadTsig, client, &failure);
             out.clear();
             match write_tsig_error_response(query, &failure, keyring, now, out) {
-                Some(()) => Err(Diverted::Respond { verified: false }),
+                Some(()) => Err(written(out)(false)),
                 None => Err(Diverted::Drop),
             }
         }
@@ -118,91 +124,86 @@ fn refuse(query: &[u8], rcode: Rcode, sig: &Signature, out: &mut Vec<u8>) -> Div
     if write_error_response(query, rcode, out).is_none() {
         return Diverted::Drop;
     }
-    set_aa(out, false);
+    bits::set_authoritative(out, false);
     sig.respond(out)
 }
 
-fn set_aa(out: &mut [u8], aa: bool) {
-    if let Some(b) = out.get_mut(2) {
-        if aa {
-            *b |= 0x04;
-        } else {
-            *b &= !0x04;
-        }
+/// The response written in `out`, as its header says, once its sender's
+/// standing is known.
+fn written(out: &[u8]) -> impl Fn(bool) -> Diverted {
+    let rcode = Rcode::new(u16::from(bits::rcode_low(out).unwrap_or(0)));
+    let truncated = bits::is_truncated(out).unwrap_or(false);
+    move |verified| Diverted::Respond {
+        verified,
+        rcode,
+        truncated,
     }
 }
 
-/// Handles one diverted query.
-#[allow(clippy::too_many_arguments)]
+/// Handles one diverted query, `view` as answering read it: it is not read
+/// again.
 pub fn handle(
     shared: &ReplicationShared,
     answerer: &mut Answerer,
     zones: &ZoneSet,
     request: &Request<'_>,
     divert: Divert,
-    query: &[u8],
+    view: &MessageView<'_>,
     out: &mut Vec<u8>,
 ) -> Diverted {
-    let Ok(view) = MessageView::parse(query) else {
-        return refuse(query, Rcode::FORMERR, &Signature { verified: None }, out);
-    };
+    let query = view.as_bytes();
     let keyring = shared.keyring.load();
-    let sig = match check_tsig(shared, &keyring, request.client, query, &view, out) {
+    let sig = match check_tsig(shared, &keyring, request.client, query, view, out) {
         Ok(s) => s,
         Err(d) => return d,
     };
     match divert {
-        Divert::Signed => signed_query(answerer, zones, request, query, sig, out),
-        Divert::Notify => notify(shared, &view, request.client, query, sig, out),
+        Divert::Signed => signed_query(answerer, zones, request, view, sig, out),
+        Divert::Notify => notify(shared, view, request.client, query, sig, out),
         Divert::Transfer => {
             let max_udp = answerer.config().max_udp_payload;
-            transfer(shared, zones, &view, request, max_udp, query, sig, out)
+            transfer(shared, zones, view, request, max_udp, query, sig, out)
         }
-        Divert::Update => update(shared, &view, request.client, query, sig, out),
+        Divert::Update => update(shared, view, request.client, query, sig, out),
     }
 }
 
-/// A signed standard query: answered as usual, then signed.
+/// A signed standard query: answered as usual from the message already read
+/// (answering looks at its question and OPT, not at the TSIG), then signed.
 fn signed_query(
     answerer: &mut Answerer,
     zones: &ZoneSet,
     request: &Request<'_>,
-    query: &[u8],
+    view: &MessageView<'_>,
     sig: Signature,
     out: &mut Vec<u8>,
 ) -> Diverted {
-    let Some(plain) = strip_tsig(query) else {
-        return refuse(query, Rcode::FORMERR, &sig, out);
-    };
-    match answerer.answer_request(zones, request, &plain, out) {
-        AnswerOutcome::Respond { .. } => {}
+    let (rcode, mut truncated) = match answerer.answer_view(zones, request, view, out) {
+        AnswerOutcome::Respond { rcode, truncated } => (rcode, truncated),
         AnswerOutcome::Drop | AnswerOutcome::Denied => return Diverted::Drop,
-        // A TSIG inside what was stripped cannot happen; NOTIFY, UPDATE and
-        // transfers are diverted before TSIG is looked at.
-        AnswerOutcome::Divert(_) => return refuse(query, Rcode::FORMERR, &sig, out),
-    }
+        // Answering a message already read diverts nothing.
+        AnswerOutcome::Divert(..) => return refuse(view.as_bytes(), Rcode::FORMERR, &sig, out),
+    };
     if let Some(v) = &sig.verified {
         // RFC 8945 §5.3: the TSIG must fit too; over UDP a response that
         // would pass the client's size once signed goes out truncated.
         let room = ResponseSigner::new(v).record_len();
         if request.transport == Transport::Udp {
-            let limit = udp_limit(query, answerer.config().max_udp_payload);
+            let limit = udp_response_limit(view.edns().as_ref(), answerer.config().max_udp_payload);
             if out.len().saturating_add(room) > limit {
-                crate::slip::truncate_in_place(out);
+                truncated = truncate_to_question(out) || truncated;
             }
         }
     }
-    sig.respond(out)
-}
-
-/// The size a UDP response to `query` may have: the client's EDNS payload,
-/// within ours, at least 512 (RFC 6891 §6.2.5).
-fn udp_limit(query: &[u8], ours: u16) -> usize {
-    let theirs = MessageView::parse(query)
-        .ok()
-        .and_then(|v| v.edns())
-        .map_or(512, |e| e.effective_payload());
-    usize::from(theirs.min(ours).max(512))
+    if sig.sign(out) {
+        Diverted::Respond {
+            verified: sig.verified.is_some(),
+            rcode,
+            truncated,
+        }
+    } else {
+        Diverted::Drop
+    }
 }
 
 /// The served zone whose apex is `name`, exactly (NOTIFY, transfers and
@@ -320,7 +321,7 @@ fn transfer(
     let id = view.header().id;
     if request.transport == Transport::Udp {
         out.clear();
-        let limit = udp_limit(query, max_udp_payload).saturating_sub(
+        let limit = udp_response_limit(view.edns().as_ref(), max_udp_payload).saturating_sub(
             sig.verified
                 .as_ref()
                 .map_or(0, |v| ResponseSigner::new(v).record_len()),

@@ -10,7 +10,6 @@
 pub mod collect;
 pub mod family;
 pub mod render;
-mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -19,7 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+pub use bulwark_auth::Asked;
 use bulwark_auth::Transport;
+use bulwark_proto::{Opcode, Rcode};
 use serde::Deserialize;
 
 use crate::defences::Locate;
@@ -104,6 +105,15 @@ impl Fate {
     pub fn sent(self) -> bool {
         !matches!(self, Fate::Dropped(_) | Fate::Deferred)
     }
+}
+
+/// What a response said, as the handler knew it when it was sent: the full
+/// rcode (with an OPT's upper bits), TC, and its size in octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Told {
+    pub rcode: Rcode,
+    pub truncated: bool,
+    pub size: usize,
 }
 
 /// Query types 0..=511 are counted by value; larger ones share one slot.
@@ -352,45 +362,45 @@ impl WorkerRecorder {
         Some(Instant::now())
     }
 
-    /// Called after a query was handled; `response` is what is sent, if anything.
+    /// Called after a query was handled: what it asked, as the answerer read
+    /// it, and what was sent back, if anything, as the handler knew it.
     #[inline]
     pub fn record(
         &mut self,
-        query: &[u8],
-        response: Option<&[u8]>,
+        asked: Asked,
+        told: Option<Told>,
         fate: Fate,
         started: Option<Instant>,
     ) {
         let Some(block) = self.block.as_deref() else {
             return;
         };
-        let asked = wire::query_facts(query);
-        block.add(slot::OPCODE.saturating_add(usize::from(asked.opcode)), 1);
+        let opcode = asked.opcode.map_or(0, Opcode::value);
+        block.add(slot::OPCODE.saturating_add(usize::from(opcode)), 1);
         let qtype_slot = match asked.qtype {
-            _ if asked.opcode != 0 => QTYPE_NONE,
-            Some(t) => usize::from(t).min(QTYPE_OTHER),
+            _ if opcode != 0 => QTYPE_NONE,
+            Some(t) => usize::from(t.0).min(QTYPE_OTHER),
             None => QTYPE_NONE,
         };
         block.add(slot::QTYPE.saturating_add(qtype_slot), 1);
         let mut malformed = false;
-        match (fate, response) {
+        match (fate, told) {
             (Fate::Dropped(reason), _) => {
                 block.add(slot::DROPPED.saturating_add(reason.index()), 1);
                 malformed = reason == DropReason::Unanswerable;
             }
-            (_, Some(resp)) => {
+            (_, Some(told)) => {
                 if fate == Fate::Slipped {
                     block.add(slot::SLIPPED, 1);
                 }
-                let told = wire::response_facts(resp);
-                let rcode = usize::from(told.rcode).min(RCODE_DIRECT);
+                let rcode = usize::from(told.rcode.value()).min(RCODE_DIRECT);
                 block.add(slot::RCODE.saturating_add(rcode), 1);
-                malformed = told.rcode == 1; // FORMERR
+                malformed = told.rcode == Rcode::FORMERR;
                 if told.truncated {
                     block.add(slot::TRUNCATED, 1);
                 }
-                let len = u64::try_from(resp.len()).unwrap_or(u64::MAX);
-                block.add(slot::SIZE.saturating_add(size_bucket(resp.len())), 1);
+                let len = u64::try_from(told.size).unwrap_or(u64::MAX);
+                block.add(slot::SIZE.saturating_add(size_bucket(told.size)), 1);
                 block.add(slot::SIZE_SUM, len);
             }
             (Fate::Deferred, _) | (_, None) => {}

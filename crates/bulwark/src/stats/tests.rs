@@ -8,33 +8,27 @@
 
 use std::time::{Duration, Instant};
 
-use bulwark_proto::Rcode;
+use bulwark_proto::{Opcode, Rcode, Rtype};
 
 use super::collect::{qtype_label, registry_families};
 use super::*;
 
-/// A query for `example.` with the given opcode and qtype.
-fn query(opcode: u8, qtype: u16) -> Vec<u8> {
-    let mut q = vec![0x12, 0x34, opcode << 3, 0, 0, 1, 0, 0, 0, 0, 0, 0];
-    q.extend_from_slice(b"\x07example\x00");
-    q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&[0, 1]);
-    q
+/// What a query with `opcode` and `qtype` asked, as the answerer reports it.
+fn query(opcode: u8, qtype: u16) -> Asked {
+    Asked {
+        opcode: Some(Opcode::new(opcode)),
+        qtype: Some(Rtype(qtype)),
+    }
 }
 
-/// A response to `query` with `rcode`'s header bits, one A answer, and an OPT
-/// carrying the extended bits when `edns`.
-fn response(qtype: u16, rcode: u16, tc: bool, edns: bool) -> Vec<u8> {
-    let mut r = query(0, qtype);
-    r[2] |= 0x80 | if tc { 0x02 } else { 0 };
-    r[3] = (rcode & 0x0f) as u8;
-    r[7] = 1; // ANCOUNT
-    r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
-    if edns {
-        r[11] = 1; // ARCOUNT
-        r.extend_from_slice(&[0, 0, 41, 4, 0xd0, (rcode >> 4) as u8, 0, 0, 0, 0, 0]);
+/// A response with `rcode`, TC when `tc`, and one A answer: its size with an
+/// OPT when `edns`.
+fn response(_qtype: u16, rcode: u16, tc: bool, edns: bool) -> Told {
+    Told {
+        rcode: Rcode::new(rcode),
+        truncated: tc,
+        size: if edns { 60 } else { 49 },
     }
-    r
 }
 
 fn settings(enabled: bool) -> StatsSettings {
@@ -46,12 +40,12 @@ fn udp_a_query_noerror_lands_in_its_series() {
     let reg = StatsRegistry::new(&settings(true));
     let mut rec = reg.recorder(Transport::Udp);
     let resp = response(1, 0, false, true);
-    rec.record(&query(0, 1), Some(&resp), Fate::Answered, None);
+    rec.record(query(0, 1), Some(resp), Fate::Answered, None);
     let s = reg.snapshot();
     assert_eq!(s.udp.queries_by_qtype(1), 1);
     assert_eq!(s.udp.queries_by_opcode(0), 1);
     assert_eq!(s.udp.responses_by_rcode(0), 1);
-    assert_eq!(s.udp.size_sum(), resp.len() as u64);
+    assert_eq!(s.udp.size_sum(), resp.size as u64);
     assert_eq!(s.tcp, Totals::default());
     let fams = registry_families(&s);
     let q = fams
@@ -76,11 +70,11 @@ fn udp_a_query_noerror_lands_in_its_series() {
 }
 
 #[test]
-fn extended_rcode_comes_from_the_opt_record() {
+fn extended_rcodes_have_their_own_series() {
     let reg = StatsRegistry::new(&settings(true));
     let mut rec = reg.recorder(Transport::Udp);
     let resp = response(1, Rcode::BADCOOKIE.value(), false, true);
-    rec.record(&query(0, 1), Some(&resp), Fate::Answered, None);
+    rec.record(query(0, 1), Some(resp), Fate::Answered, None);
     let s = reg.snapshot();
     assert_eq!(s.udp.responses_by_rcode(23), 1);
     assert_eq!(s.udp.responses_by_rcode(7), 0);
@@ -91,19 +85,19 @@ fn drops_truncation_slips_and_malformed_are_counted() {
     let reg = StatsRegistry::new(&settings(true));
     let mut rec = reg.recorder(Transport::Udp);
     rec.record(
-        &[1, 2, 3],
+        Asked::default(),
         None,
         Fate::Dropped(DropReason::Unanswerable),
         None,
     );
-    rec.record(&query(0, 28), None, Fate::Dropped(DropReason::Acl), None);
+    rec.record(query(0, 28), None, Fate::Dropped(DropReason::Acl), None);
     let tc = response(28, 0, true, false);
-    rec.record(&query(0, 28), Some(&tc), Fate::Slipped, None);
+    rec.record(query(0, 28), Some(tc), Fate::Slipped, None);
     let formerr = response(1, 1, false, false);
-    rec.record(&query(0, 1), Some(&formerr), Fate::Answered, None);
+    rec.record(query(0, 1), Some(formerr), Fate::Answered, None);
     rec.record(
-        &query(4, 6),
-        Some(&response(6, 4, false, false)),
+        query(4, 6),
+        Some(response(6, 4, false, false)),
         Fate::Answered,
         None,
     );
@@ -128,16 +122,15 @@ fn dropped_tcp_recorders_fold_into_retired_totals_exactly() {
     let reg = StatsRegistry::new(&settings(true));
     let resp = response(1, 3, false, false);
     let mut kept = reg.recorder(Transport::Tcp);
-    kept.record(&query(0, 1), Some(&resp), Fate::Answered, None);
+    kept.record(query(0, 1), Some(resp), Fate::Answered, None);
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let reg = Arc::clone(&reg);
-            let resp = resp.clone();
             std::thread::spawn(move || {
                 for _ in 0..50 {
                     let mut rec = reg.recorder(Transport::Tcp);
                     for _ in 0..10 {
-                        rec.record(&query(0, 1), Some(&resp), Fate::Answered, None);
+                        rec.record(query(0, 1), Some(resp), Fate::Answered, None);
                     }
                     let seen = reg.snapshot().tcp.queries_by_qtype(1);
                     assert!(seen >= 10);
@@ -164,8 +157,8 @@ fn disabled_statistics_record_nothing() {
     for _ in 0..200 {
         assert!(rec.start().is_none());
         rec.record(
-            &query(0, 1),
-            Some(&response(1, 0, false, false)),
+            query(0, 1),
+            Some(response(1, 0, false, false)),
             Fate::Answered,
             None,
         );
@@ -184,7 +177,7 @@ fn one_query_in_sample_interval_is_timed_into_a_bucket() {
     assert_eq!(timed, 2);
     let started = Instant::now() - Duration::from_micros(3);
     rec.record(
-        &query(0, 1),
+        query(0, 1),
         None,
         Fate::Dropped(DropReason::Acl),
         Some(started),
@@ -234,7 +227,7 @@ fn qtype_labels_use_mnemonics() {
 fn large_qtypes_share_the_other_slot() {
     let reg = StatsRegistry::new(&settings(true));
     let mut rec = reg.recorder(Transport::Udp);
-    rec.record(&query(0, 32769), None, Fate::Dropped(DropReason::Acl), None);
+    rec.record(query(0, 32769), None, Fate::Dropped(DropReason::Acl), None);
     assert_eq!(reg.snapshot().udp.queries_by_qtype(QTYPE_OTHER), 1);
 }
 
@@ -251,8 +244,8 @@ fn family_and_label_names_follow_prometheus_rules() {
     let reg = StatsRegistry::new(&settings(true));
     let mut rec = reg.recorder(Transport::Tcp);
     rec.record(
-        &query(0, 1),
-        Some(&response(1, 0, true, false)),
+        query(0, 1),
+        Some(response(1, 0, true, false)),
         Fate::Answered,
         None,
     );
@@ -290,8 +283,8 @@ fn per_query_cost() {
         for _ in 0..N {
             let started = rec.start();
             rec.record(
-                std::hint::black_box(&q),
-                Some(std::hint::black_box(&r)),
+                std::hint::black_box(q),
+                Some(std::hint::black_box(r)),
                 Fate::Answered,
                 started,
             );

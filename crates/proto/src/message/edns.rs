@@ -255,6 +255,14 @@ fn split_option(bytes: &[u8]) -> Option<(u16, u16, &[u8], &[u8])> {
     Some((u16::from_be_bytes([c0, c1]), len, data, tail))
 }
 
+/// The largest UDP response to a query with `edns` (or none), given the
+/// largest we send: the client's advertised payload (RFC 6891 §6.2.5: values
+/// below 512 count as 512), within ours, never below 512 (RFC 1035 §4.2.1).
+pub fn udp_response_limit(edns: Option<&Edns<'_>>, ours: u16) -> usize {
+    let client = edns.map_or(MIN_UDP_PAYLOAD, Edns::effective_payload);
+    usize::from(client.min(ours).max(MIN_UDP_PAYLOAD))
+}
+
 /// Iterator over the options of a validated OPT record.
 #[derive(Debug, Clone)]
 pub struct EdnsOptions<'a> {

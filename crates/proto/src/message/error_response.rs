@@ -26,7 +26,9 @@ pub fn write_error_response(query: &[u8], rcode: Rcode, out: &mut Vec<u8>) -> Op
     let parsed = MessageView::parse(query).ok();
     let question = match &parsed {
         Some(view) => view.sole_question(),
-        None => first_question(query, &header),
+        // Echoed only when it is the sole question the header counts.
+        None if header.qdcount == 1 => first_question(query),
+        None => None,
     };
     let with_opt = parsed.as_ref().is_some_and(|v| v.edns().is_some());
     let mut b =
@@ -77,9 +79,10 @@ pub fn write_not_implemented(query: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     Some(HEADER_LEN)
 }
 
-/// The first question of a message that failed to parse somewhere later.
-fn first_question(query: &[u8], header: &Header) -> Option<Question> {
-    if header.qdcount != 1 {
+/// The first question of a message that may fail to parse somewhere later,
+/// if its header counts one or more and the first can be read.
+pub fn first_question(query: &[u8]) -> Option<Question> {
+    if Header::parse(query)?.qdcount == 0 {
         return None;
     }
     let mut r = Reader::at(query, HEADER_LEN);

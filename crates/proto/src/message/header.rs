@@ -90,6 +90,60 @@ impl Header {
     }
 }
 
+/// The header bits of a message held as bytes, read and set in place, for
+/// callers that must not parse the whole message (RFC 1035 §4.1.1). Each
+/// reader is `None` for fewer octets than a header.
+pub mod bits {
+    use super::{Opcode, AA, HEADER_LEN, QR, TC};
+
+    fn flags(msg: &[u8]) -> Option<(u8, u8)> {
+        let h = msg.get(..HEADER_LEN)?;
+        Some((*h.get(2)?, *h.get(3)?))
+    }
+
+    /// QR: the message is a response.
+    pub fn is_response(msg: &[u8]) -> Option<bool> {
+        flags(msg).map(|(b2, _)| b2 & QR != 0)
+    }
+
+    /// TC: the message was truncated.
+    pub fn is_truncated(msg: &[u8]) -> Option<bool> {
+        flags(msg).map(|(b2, _)| b2 & TC != 0)
+    }
+
+    pub fn opcode(msg: &[u8]) -> Option<Opcode> {
+        flags(msg).map(|(b2, _)| Opcode::new((b2 >> 3) & 0x0f))
+    }
+
+    /// The four rcode bits of the header; an extended rcode's upper bits are
+    /// in the OPT record (RFC 6891 §6.1.3).
+    pub fn rcode_low(msg: &[u8]) -> Option<u8> {
+        flags(msg).map(|(_, b3)| b3 & 0x0f)
+    }
+
+    /// Sets TC; nothing for fewer octets than a header.
+    pub fn set_truncated(msg: &mut [u8]) {
+        if msg.len() >= HEADER_LEN {
+            if let Some(b) = msg.get_mut(2) {
+                *b |= TC;
+            }
+        }
+    }
+
+    /// Sets or clears AA; nothing for fewer octets than a header.
+    pub fn set_authoritative(msg: &mut [u8], on: bool) {
+        if msg.len() >= HEADER_LEN {
+            if let Some(b) = msg.get_mut(2) {
+                if on {
+                    *b |= AA;
+                } else {
+                    *b &= !AA;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +229,41 @@ mod tests {
         assert_eq!((h.qdcount, h.ancount, h.nscount, h.arcount), (1, 2, 3, 260));
         assert_eq!(h.to_bytes(), wire);
         assert_eq!(Header::parse(&wire[..11]), None);
+    }
+
+    #[test]
+    #[allow(clippy::indexing_slicing)]
+    fn bits_read_and_set_in_place() {
+        let mut m = [
+            0x12,
+            0x34,
+            0x80 | (5 << 3),
+            0x09,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0xff,
+        ];
+        assert_eq!(bits::is_response(&m), Some(true));
+        assert_eq!(bits::is_truncated(&m), Some(false));
+        assert_eq!(bits::opcode(&m), Some(Opcode::UPDATE));
+        assert_eq!(bits::rcode_low(&m), Some(9));
+        bits::set_truncated(&mut m);
+        bits::set_authoritative(&mut m, true);
+        assert_eq!(m[2], 0x80 | (5 << 3) | TC | AA);
+        bits::set_authoritative(&mut m, false);
+        assert_eq!(m[2], 0x80 | (5 << 3) | TC);
+        let mut short = [0x80u8; 11];
+        assert_eq!(bits::is_response(&short), None);
+        bits::set_truncated(&mut short);
+        assert_eq!(
+            short, [0x80; 11],
+            "fewer octets than a header are left alone"
+        );
     }
 }

@@ -6,15 +6,22 @@ mod compress;
 mod edns;
 mod error_response;
 mod header;
+#[cfg(feature = "parse-counter")]
+pub mod parse_count;
+mod peek;
+mod truncate;
 mod view;
 
 pub use builder::{append_additional, BuildError, Checkpoint, MessageBuilder};
 pub use edns::{
-    Edns, EdnsOption, EdnsOptions, OptRecord, DEFAULT_UDP_PAYLOAD, MIN_UDP_PAYLOAD, OPTION_COOKIE,
-    OPTION_EDE, OPTION_NSID, OPTION_PADDING, OPTION_SUBNET, OPTION_TCP_KEEPALIVE,
+    udp_response_limit, Edns, EdnsOption, EdnsOptions, OptRecord, DEFAULT_UDP_PAYLOAD,
+    MIN_UDP_PAYLOAD, OPTION_COOKIE, OPTION_EDE, OPTION_NSID, OPTION_PADDING, OPTION_SUBNET,
+    OPTION_TCP_KEEPALIVE,
 };
-pub use error_response::{write_error_response, write_not_implemented};
-pub use header::{Flags, Header, HEADER_LEN};
+pub use error_response::{first_question, write_error_response, write_not_implemented};
+pub use header::{bits, Flags, Header, HEADER_LEN};
+pub use peek::first_qtype;
+pub use truncate::truncate_to_question;
 pub use view::{MessageView, Question, QuestionWire, Questions, RecordView, Records};
 
 use crate::name::NameError;

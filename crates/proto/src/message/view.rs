@@ -72,6 +72,8 @@ impl<'a> MessageView<'a> {
     /// rules of RFC 6891 §6.1.1, TSIG placement (RFC 8945 §5.1), and no bytes after
     /// the last counted record. Allocates nothing.
     pub fn parse(buf: &'a [u8]) -> Result<MessageView<'a>, ParseError> {
+        #[cfg(feature = "parse-counter")]
+        super::parse_count::count();
         let header =
             Header::parse(buf).ok_or(ParseError::new(buf.len(), ParseErrorKind::ShortHeader))?;
         let mut r = Reader::at(buf, HEADER_LEN);

@@ -1,12 +1,12 @@
-//! The "slipped" response of response rate limiting: the header with TC set, the
-//! question and the OPT record, no other records. It carries no amplification and
-//! tells a real client to retry over TCP (RFC 7766 §5), where it is not limited.
+//! A response cut down to its truncated form: the header with TC set, the
+//! question and the OPT record, no other records. It carries no amplification
+//! and tells a real client to retry over TCP (RFC 7766 §5): the "slipped"
+//! answer of response rate limiting, and the fallback when a signed response
+//! would not fit in UDP.
 
-use bulwark_proto::message::HEADER_LEN;
-use bulwark_proto::{MessageView, Rtype};
-
-/// Header flag octet 2: TC (RFC 1035 §4.1.1).
-const TC_BIT: u8 = 0x02;
+use super::header::{bits, HEADER_LEN};
+use super::view::MessageView;
+use crate::rtype::Rtype;
 /// Offsets of ANCOUNT, NSCOUNT and ARCOUNT in the header.
 const ANCOUNT_AT: usize = 6;
 const NSCOUNT_AT: usize = 8;
@@ -17,7 +17,7 @@ const QUESTION_FIXED_LEN: usize = 4;
 /// Rewrites the response in `out` into its truncated form, in place and without
 /// allocating. Returns whether there is something to send; a response that does
 /// not parse (which our own never fail to) is not sent.
-pub fn truncate_in_place(out: &mut Vec<u8>) -> bool {
+pub fn truncate_to_question(out: &mut Vec<u8>) -> bool {
     let Some((question_end, opt)) = layout(out) else {
         out.clear();
         return false;
@@ -33,9 +33,7 @@ pub fn truncate_in_place(out: &mut Vec<u8>) -> bool {
     let ok = set_u16(out, ANCOUNT_AT, 0)
         && set_u16(out, NSCOUNT_AT, 0)
         && set_u16(out, ARCOUNT_AT, arcount);
-    if let Some(flags) = out.get_mut(2) {
-        *flags |= TC_BIT;
-    }
+    bits::set_truncated(out);
     ok
 }
 
@@ -90,7 +88,7 @@ mod tests {
     #[test]
     fn slipped_response_keeps_header_question_and_opt_with_tc_set() {
         let mut out = response();
-        assert!(truncate_in_place(&mut out));
+        assert!(truncate_to_question(&mut out));
         let view = MessageView::parse(&out).unwrap();
         assert!(view.header().flags.tc);
         assert_eq!(view.header().ancount, 0);
@@ -106,7 +104,7 @@ mod tests {
         let mut out = response();
         out[11] = 0;
         out.truncate(out.len() - 19);
-        assert!(truncate_in_place(&mut out));
+        assert!(truncate_to_question(&mut out));
         let view = MessageView::parse(&out).unwrap();
         assert!(view.header().flags.tc);
         assert_eq!(view.header().arcount, 0);
@@ -116,7 +114,7 @@ mod tests {
     #[test]
     fn garbage_is_not_sent() {
         let mut out = vec![1, 2, 3];
-        assert!(!truncate_in_place(&mut out));
+        assert!(!truncate_to_question(&mut out));
         assert!(out.is_empty());
     }
 }
