@@ -14,6 +14,7 @@
     clippy::cast_possible_truncation
 )]
 
+pub mod client;
 mod client_conns;
 mod deferred;
 mod error;
@@ -26,6 +27,7 @@ pub mod udp;
 
 use std::net::SocketAddr;
 
+pub use client::{Client, ClientConfig, ClientError, Response, TransferStream, Transport};
 pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};

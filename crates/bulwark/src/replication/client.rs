@@ -1,24 +1,30 @@
-//! bulwark as a DNS client of other servers: a query and its response over
-//! UDP (with TCP when the answer is truncated), and a zone transfer over TCP,
-//! each signed with the remote's TSIG key when it has one and checked the
-//! same way (RFC 8945).
+//! bulwark as a DNS client of other servers, for replication: a request
+//! signed with the remote's TSIG key when it has one, and its responses
+//! checked the same way (RFC 8945). Sending it (UDP with TCP after TC, the
+//! transfer's TCP stream, IDs and ports from the CSPRNG) is
+//! `bulwark_net::client`'s.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use bulwark_net::client::{Client, ClientConfig, TransferStream};
 use bulwark_xfr::tsig::{sign_request, ResponseVerifier, TsigKey, DEFAULT_FUDGE};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream, UdpSocket};
 
 use crate::signing::unix_now;
+
+/// How long a TCP connection to a primary or secondary is kept unused for
+/// the next exchange (RFC 7766 §6.2.1). Servers commonly close theirs after
+/// about ten seconds idle; a connection kept longer would be found closed.
+const CONNECTION_IDLE: Duration = Duration::from_secs(10);
+/// Idle connections kept per remote address.
+const IDLE_PER_REMOTE: usize = 2;
 
 /// Why an exchange with a remote server failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Net(#[from] bulwark_net::ClientError),
     #[error("cannot sign the request: {0}")]
     Sign(String),
     #[error("the response's TSIG does not verify: {0}")]
@@ -27,23 +33,30 @@ pub enum ClientError {
     Malformed(String),
 }
 
-/// A fresh random query ID (RFC 5452 §9.2: IDs must not be guessable).
-pub fn random_id() -> u16 {
-    let mut b = [0u8; 2];
-    if getrandom_fill(&mut b).is_err() {
-        // Never expected; a clock-derived ID still works, if guessable.
-        let n = unix_now();
-        return u16::try_from(n & 0xffff).unwrap_or(0);
+impl ClientError {
+    /// Whether the remote simply did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ClientError::Net(e) if e.is_timeout())
     }
-    u16::from_be_bytes(b)
 }
 
-fn getrandom_fill(buf: &mut [u8]) -> std::io::Result<()> {
-    let bytes: [u8; 8] = crate::cookie_secrets::random_bytes()?;
-    for (d, s) in buf.iter_mut().zip(bytes.iter().cycle()) {
-        *d = *s;
-    }
-    Ok(())
+/// The client every replication task shares, so its kept connections serve
+/// them all. The server runs one runtime for its whole life, which is what
+/// a client's connections need.
+fn client() -> &'static Client {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        Client::new(ClientConfig {
+            idle_timeout: CONNECTION_IDLE,
+            max_idle_per_server: IDLE_PER_REMOTE,
+        })
+    })
+}
+
+/// A fresh, unpredictable query ID (RFC 5452 §9.2); a failing random
+/// number generator is an error, never a guessable ID.
+pub fn random_id() -> Result<u16, ClientError> {
+    Ok(bulwark_net::client::random_id()?)
 }
 
 /// A request ready to send: its bytes, and the MAC its response must chain
@@ -93,110 +106,26 @@ pub fn check_response(
     Ok(())
 }
 
-fn local_for(remote: SocketAddr, via: Option<IpAddr>) -> SocketAddr {
-    match (via, remote) {
-        (Some(ip), _) => SocketAddr::new(ip, 0),
-        (None, SocketAddr::V4(_)) => SocketAddr::from(([0, 0, 0, 0], 0)),
-        (None, SocketAddr::V6(_)) => SocketAddr::from(([0u16; 8], 0)),
-    }
-}
-
-/// Sends `request` over UDP and waits for the response with its ID from
-/// `remote`, ignoring anything else that arrives meanwhile (a forged or
-/// late datagram must not end the wait). A truncated response is asked
-/// again over TCP.
+/// Sends `request` to `remote` (over UDP, asked again over TCP when the
+/// response is truncated) and returns the response, within `wait` for each
+/// step. The response is not yet checked against the request's TSIG.
 pub async fn exchange(
     remote: SocketAddr,
     via: Option<IpAddr>,
     request: &Request,
     wait: Duration,
 ) -> Result<Vec<u8>, ClientError> {
-    let id: [u8; 2] = request
-        .bytes
-        .get(..2)
-        .and_then(|b| b.try_into().ok())
-        .unwrap_or_default();
-    let socket = UdpSocket::bind(local_for(remote, via)).await?;
-    socket.connect(remote).await?;
-    socket.send(&request.bytes).await?;
-    let mut buf = vec![0u8; 65_535];
-    let now = tokio::time::Instant::now();
-    let deadline = now.checked_add(wait).unwrap_or(now);
-    loop {
-        let n = match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
-            Err(_) => return Err(ClientError::Timeout(wait)),
-            Ok(r) => r?,
-        };
-        let Some(msg) = buf.get(..n) else { continue };
-        if msg.len() < 12
-            || msg.get(..2) != Some(&id[..])
-            || msg.get(2).is_some_and(|f| f & 0x80 == 0)
-        {
-            continue;
-        }
-        // TC (RFC 1035 §4.1.1): the whole answer only comes over TCP.
-        if msg.get(2).is_some_and(|f| f & 0x02 != 0) {
-            let mut out = Vec::new();
-            let mut conn = connect(remote, via, wait).await?;
-            send_framed(&mut conn, &request.bytes, wait).await?;
-            read_framed(&mut conn, &mut out, wait).await?;
-            return Ok(out);
-        }
-        return Ok(msg.to_vec());
-    }
+    let response = client().exchange(remote, via, &request.bytes, wait).await?;
+    Ok(response.message)
 }
 
-/// Opens a TCP connection to `remote` within `wait`.
-pub async fn connect(
+/// Starts a zone transfer: connects to `remote` and sends `request`, each
+/// within `wait`; the messages are then read from the stream.
+pub async fn transfer(
     remote: SocketAddr,
     via: Option<IpAddr>,
+    request: &Request,
     wait: Duration,
-) -> Result<TcpStream, ClientError> {
-    let socket = match remote {
-        SocketAddr::V4(_) => TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => TcpSocket::new_v6()?,
-    };
-    if via.is_some() {
-        socket.bind(local_for(remote, via))?;
-    }
-    let stream = tokio::time::timeout(wait, socket.connect(remote))
-        .await
-        .map_err(|_| ClientError::Timeout(wait))??;
-    let _ = stream.set_nodelay(true);
-    Ok(stream)
-}
-
-/// Writes one message with its two-octet length (RFC 1035 §4.2.2).
-pub async fn send_framed(
-    conn: &mut TcpStream,
-    msg: &[u8],
-    wait: Duration,
-) -> Result<(), ClientError> {
-    let len = u16::try_from(msg.len())
-        .map_err(|_| ClientError::Malformed("request over 65535 octets".to_string()))?;
-    let mut framed = Vec::with_capacity(msg.len().saturating_add(2));
-    framed.extend_from_slice(&len.to_be_bytes());
-    framed.extend_from_slice(msg);
-    tokio::time::timeout(wait, conn.write_all(&framed))
-        .await
-        .map_err(|_| ClientError::Timeout(wait))??;
-    Ok(())
-}
-
-/// Reads one framed message into `out` (cleared first).
-pub async fn read_framed(
-    conn: &mut TcpStream,
-    out: &mut Vec<u8>,
-    wait: Duration,
-) -> Result<(), ClientError> {
-    let mut len = [0u8; 2];
-    tokio::time::timeout(wait, conn.read_exact(&mut len))
-        .await
-        .map_err(|_| ClientError::Timeout(wait))??;
-    out.clear();
-    out.resize(usize::from(u16::from_be_bytes(len)), 0);
-    tokio::time::timeout(wait, conn.read_exact(out))
-        .await
-        .map_err(|_| ClientError::Timeout(wait))??;
-    Ok(())
+) -> Result<TransferStream, ClientError> {
+    Ok(client().transfer(remote, via, &request.bytes, wait).await?)
 }

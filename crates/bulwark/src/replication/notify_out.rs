@@ -120,7 +120,13 @@ async fn notify_target(
             .current()
             .get(&origin)
             .and_then(|z| bulwark_zone::diff::soa_record(z));
-        let id = client::random_id();
+        let id = match client::random_id() {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(zone = %origin, error = %e, "cannot draw a NOTIFY ID");
+                return;
+            }
+        };
         let mut msg = Vec::new();
         if let Err(e) = build_notify(id, &origin, soa.as_ref(), &mut msg) {
             tracing::error!(zone = %origin, error = %e, "cannot build NOTIFY");
@@ -143,7 +149,7 @@ async fn notify_target(
             }
             Err(e) => {
                 tracing::debug!(zone = %origin, target = %addr, attempt, error = %e, "NOTIFY not acknowledged");
-                if !matches!(e, client::ClientError::Timeout(_)) {
+                if !e.is_timeout() {
                     tokio::time::sleep(wait).await;
                 }
             }

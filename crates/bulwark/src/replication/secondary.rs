@@ -74,7 +74,8 @@ fn jittered(seconds: u64) -> u64 {
     if spread == 0 {
         return seconds;
     }
-    let r = u64::from(super::client::random_id());
+    // Jitter only spreads retries; without randomness there is none.
+    let r = super::client::random_id().map_or(0, u64::from);
     seconds.saturating_add(r.checked_rem(spread.saturating_add(1)).unwrap_or(0))
 }
 
@@ -271,7 +272,7 @@ async fn refresh_from(
     let key = remote.key.as_deref();
     let held = zones.held_soa(origin);
     // RFC 1996 §3.11 / RFC 1034 §4.3.5: compare serials before transferring.
-    let id = client::random_id();
+    let id = client::random_id()?;
     let mut q = Vec::new();
     build_soa_query(id, origin, &mut q)?;
     let request = Request::new(q, key)?;
@@ -317,13 +318,12 @@ async fn transfer(
     held: Option<&Record>,
 ) -> Result<Record, RefreshError> {
     let origin = &spec.origin;
-    let id = client::random_id();
+    let id = client::random_id()?;
     let mut q = Vec::new();
     build_transfer_query(id, origin, qtype, held, &mut q)?;
     let request = Request::new(q, remote.key.as_deref())?;
     let mut verifier = request.verifier();
-    let mut conn = client::connect(addr, remote.via, QUERY_WAIT).await?;
-    client::send_framed(&mut conn, &request.bytes, QUERY_WAIT).await?;
+    let mut stream = client::transfer(addr, remote.via, &request, QUERY_WAIT).await?;
     let held_serial = held.and_then(soa_fields).map(|s| s.serial);
     let mut reader = TransferReader::new(
         origin.clone(),
@@ -335,7 +335,10 @@ async fn transfer(
     let started = std::time::Instant::now();
     let mut msg = Vec::new();
     loop {
-        client::read_framed(&mut conn, &mut msg, QUERY_WAIT).await?;
+        stream
+            .next_message(&mut msg, QUERY_WAIT)
+            .await
+            .map_err(ClientError::from)?;
         check_response(&mut verifier, &msg)?;
         if let Progress::Done = reader.feed(&msg)? {
             break;
