@@ -1,18 +1,17 @@
 //! The control socket: a Unix stream socket taking one command per connection
 //! (a line of words, e.g. `zone status example.com.`; see `commands.rs` for the
 //! list) and answering with lines of text, the first `ok` or `error: ...`, then
-//! the details. `bulwark ctl` is its client.
+//! the details. `bulwark ctl` is its client. The socket itself (binding,
+//! reading the line, writing the reply) is `bulwark_net`'s; the commands are
+//! ours.
 
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixStream as StdUnixStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixListener;
+use bulwark_net::{bind_control, control_request, serve_control, ControlListener};
 
 use crate::cli::CtlArgs;
 use crate::server::App;
@@ -72,64 +71,33 @@ pub fn socket_in_use() -> Option<&'static Path> {
     SOCKET_IN_USE.get().map(PathBuf::as_path)
 }
 
-/// A command is a few words and at most a domain name (255 octets in
-/// presentation form, more with escapes); anything longer is not one.
-const MAX_COMMAND: u64 = 2048;
-/// A client that does not send its command in this long is dropped.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `bulwark ctl` waits for the reply: a reload may load large zones;
+/// the server answers when it is done.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Binds the control socket, replacing a stale one left by an earlier run, and
-/// makes it reachable by its owner only: whoever can write to it can stop the server.
-pub fn bind(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
-    if path.exists() {
-        if StdUnixStream::connect(path).is_ok() {
-            anyhow::bail!(
-                "{}: another server is listening on this control socket",
-                path.display()
-            );
-        }
-        std::fs::remove_file(path).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: cannot remove stale control socket: {e}",
-                path.display()
-            )
-        })?;
-    }
-    let listener = UnixListener::bind(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot bind control socket: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+/// Binds the control socket, replacing a stale one left by an earlier run, with
+/// permissions `mode` (the owner's only by default: whoever can write to it can
+/// stop the server).
+pub fn bind(path: &Path, mode: u32) -> anyhow::Result<ControlListener> {
+    let listener =
+        bind_control(path, mode).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let _ = SOCKET_IN_USE.set(path.to_path_buf());
     Ok(listener)
 }
 
-/// Serves control connections until the server shuts down.
-pub async fn serve(listener: UnixListener, app: Arc<App>) {
-    loop {
-        let stream = tokio::select! {
-            _ = app.shutdown().wait() => return,
-            s = listener.accept() => match s {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "control socket accept failed");
-                    continue;
-                }
-            },
-        };
-        let app = Arc::clone(&app);
-        tokio::spawn(async move {
-            let (r, mut w) = stream.into_split();
-            let mut line = String::new();
-            let mut reader = BufReader::new(tokio::io::AsyncReadExt::take(r, MAX_COMMAND));
-            let read = tokio::time::timeout(COMMAND_TIMEOUT, reader.read_line(&mut line)).await;
-            if !matches!(read, Ok(Ok(_))) {
-                return;
-            }
-            let reply = app.command(line.trim()).await;
-            let _ = w.write_all(reply.to_wire().as_bytes()).await;
-            let _ = w.shutdown().await;
-        });
-    }
+/// Serves control connections until the server shuts down: each line is run
+/// as a command (`App::command`) and its reply written back.
+pub async fn serve(listener: ControlListener, app: Arc<App>) {
+    let shutdown = app.shutdown().clone();
+    serve_control(
+        listener,
+        move |line: String| {
+            let app = Arc::clone(&app);
+            async move { app.command(&line).await.to_wire() }
+        },
+        shutdown,
+    )
+    .await;
 }
 
 /// `bulwark ctl`: sends one command and prints the reply: details to stdout on
@@ -144,7 +112,7 @@ pub fn ctl(args: &CtlArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match send(&socket, &args.command.wire_line()) {
+    match control_request(&socket, &args.command.wire_line(), REPLY_TIMEOUT) {
         Ok(reply) => {
             let mut lines = reply.lines();
             let first = lines.next().unwrap_or("error: empty reply from the server");
@@ -205,18 +173,6 @@ fn socket_path(args: &CtlArgs) -> Result<PathBuf, Vec<String>> {
             config.display()
         )]
     })
-}
-
-fn send(socket: &Path, command: &str) -> std::io::Result<String> {
-    let mut s = StdUnixStream::connect(socket)?;
-    // A reload may load large zones; the server answers when it is done.
-    s.set_read_timeout(Some(Duration::from_secs(600)))?;
-    s.write_all(command.as_bytes())?;
-    s.write_all(b"\n")?;
-    s.shutdown(std::net::Shutdown::Write)?;
-    let mut reply = String::new();
-    s.read_to_string(&mut reply)?;
-    Ok(reply)
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bulwark_dnstap::frame::{write_control, write_data, ControlType, Frame, FrameReader};
-use bulwark_dnstap::{Reader, CONTENT_TYPE};
+use bulwark_dnstap::capture::{self, Receiver};
+use bulwark_dnstap::{sender, Reader};
+use bulwark_net::{Stream, StreamAddr, StreamListener};
 use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Debug, Args)]
@@ -71,8 +72,8 @@ pub fn run(args: &DnstapArgs) -> ExitCode {
             count,
         } => {
             let listen = match (unix, tcp) {
-                (Some(p), _) => Listen::Unix(p.clone()),
-                (None, Some(a)) => Listen::Tcp(*a),
+                (Some(p), _) => StreamAddr::Unix(p.clone()),
+                (None, Some(a)) => StreamAddr::Tcp(*a),
                 (None, None) => {
                     eprintln!("bulwark dnstap capture: give --unix PATH or --tcp ADDR:PORT");
                     return ExitCode::FAILURE;
@@ -159,132 +160,6 @@ fn read(file: &Path, format: ReadFormat) -> ExitCode {
 // capture
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
-enum Listen {
-    Unix(PathBuf),
-    Tcp(SocketAddr),
-}
-
-impl std::fmt::Display for Listen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
-            Listen::Tcp(a) => write!(f, "tcp:{a}"),
-        }
-    }
-}
-
-/// An accepted sender, as a blocking std stream.
-#[derive(Debug)]
-enum Conn {
-    Unix(std::os::unix::net::UnixStream),
-    Tcp(std::net::TcpStream),
-}
-
-impl Conn {
-    fn try_clone(&self) -> io::Result<Conn> {
-        Ok(match self {
-            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
-            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
-        })
-    }
-
-    /// Ends a blocked read on another clone: it returns end of stream.
-    fn shutdown(&self) {
-        let _ = match self {
-            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(buf),
-            Conn::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.write(buf),
-            Conn::Tcp(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.flush(),
-            Conn::Tcp(s) => s.flush(),
-        }
-    }
-}
-
-enum Listener {
-    Unix(tokio::net::UnixListener),
-    Tcp(tokio::net::TcpListener),
-}
-
-impl Listener {
-    fn bind(listen: &Listen) -> anyhow::Result<Listener> {
-        match listen {
-            Listen::Unix(path) => {
-                remove_stale_socket(path)?;
-                let l = tokio::net::UnixListener::bind(path)
-                    .with_context(|| format!("cannot listen on {}", path.display()))?;
-                Ok(Listener::Unix(l))
-            }
-            Listen::Tcp(addr) => {
-                let l = std::net::TcpListener::bind(addr)
-                    .with_context(|| format!("cannot listen on {addr}"))?;
-                l.set_nonblocking(true)?;
-                Ok(Listener::Tcp(tokio::net::TcpListener::from_std(l)?))
-            }
-        }
-    }
-
-    /// What it listens on, with a TCP port 0 resolved to the port bound.
-    fn bound(&self, listen: &Listen) -> Listen {
-        match (self, listen) {
-            (Listener::Tcp(l), Listen::Tcp(a)) => Listen::Tcp(l.local_addr().unwrap_or(*a)),
-            (_, other) => other.clone(),
-        }
-    }
-
-    async fn accept(&self) -> io::Result<(Conn, String)> {
-        let (conn, peer) = match self {
-            Listener::Unix(l) => {
-                let (s, _) = l.accept().await?;
-                let s = s.into_std()?;
-                s.set_nonblocking(false)?;
-                (Conn::Unix(s), "a Unix socket peer".to_string())
-            }
-            Listener::Tcp(l) => {
-                let (s, peer) = l.accept().await?;
-                let s = s.into_std()?;
-                s.set_nonblocking(false)?;
-                (Conn::Tcp(s), peer.to_string())
-            }
-        };
-        Ok((conn, peer))
-    }
-}
-
-/// A socket file left by a previous run would make bind fail; anything else
-/// at that path is not ours to delete.
-fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::FileTypeExt as _;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)
-            .with_context(|| format!("cannot remove the old socket {}", path.display())),
-        Ok(_) => anyhow::bail!("{}: exists and is not a socket", path.display()),
-        Err(_) => Ok(()),
-    }
-}
-
 /// How one sender's stream ended.
 #[derive(Debug)]
 enum Ended {
@@ -294,7 +169,7 @@ enum Ended {
     CountReached,
 }
 
-fn capture(listen: &Listen, path: &Path, count: Option<u64>) -> anyhow::Result<()> {
+fn capture(listen: &StreamAddr, path: &Path, count: Option<u64>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -303,14 +178,13 @@ fn capture(listen: &Listen, path: &Path, count: Option<u64>) -> anyhow::Result<(
     let mut out = BufWriter::new(file);
     // A unidirectional stream: START once, the data frames of every sender,
     // STOP when we are done.
-    write_control(&mut out, ControlType::Start, Some(CONTENT_TYPE))
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    sender::start(&mut out).with_context(|| format!("{}: cannot write", path.display()))?;
     let result = runtime.block_on(receive(listen, out, count));
-    if let Listen::Unix(p) = listen {
+    if let StreamAddr::Unix(p) = listen {
         let _ = std::fs::remove_file(p);
     }
     let (mut out, written) = result?;
-    write_control(&mut out, ControlType::Stop, None)
+    sender::stop(&mut out)
         .and_then(|()| out.flush())
         .and_then(|()| out.get_ref().sync_all())
         .with_context(|| format!("{}: cannot write", path.display()))?;
@@ -323,7 +197,7 @@ fn capture(listen: &Listen, path: &Path, count: Option<u64>) -> anyhow::Result<(
 
 /// Accepts senders one after another until a signal or `--count`.
 async fn receive(
-    listen: &Listen,
+    listen: &StreamAddr,
     mut out: BufWriter<File>,
     count: Option<u64>,
 ) -> anyhow::Result<(BufWriter<File>, u64)> {
@@ -331,12 +205,14 @@ async fn receive(
 
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
-    let listener = Listener::bind(listen)?;
+    let listener = StreamListener::bind(listen)
+        .and_then(StreamListener::into_async)
+        .with_context(|| format!("cannot listen on {listen}"))?;
     // The address bound, so that `--tcp 127.0.0.1:0` can be used: whoever
     // started the capture reads its port here.
     eprintln!(
         "bulwark dnstap capture: listening on {}",
-        listener.bound(listen)
+        listener.local_addr()
     );
     let mut written: u64 = 0;
     loop {
@@ -354,8 +230,8 @@ async fn receive(
         let mut copying = tokio::task::spawn_blocking(move || copy_sender(conn, out, limit));
         let ((returned, copied, outcome), signalled) = tokio::select! {
             done = &mut copying => (done?, false),
-            _ = interrupt.recv() => { stopper.shutdown(); (copying.await?, true) }
-            _ = terminate.recv() => { stopper.shutdown(); (copying.await?, true) }
+            _ = interrupt.recv() => { let _ = stopper.shutdown(); (copying.await?, true) }
+            _ = terminate.recv() => { let _ = stopper.shutdown(); (copying.await?, true) }
         };
         out = returned;
         written = written.saturating_add(copied);
@@ -377,7 +253,7 @@ async fn receive(
 /// `out`. Gives `out` back with the number of messages copied, whatever
 /// happened, so what was received is kept.
 fn copy_sender(
-    conn: Conn,
+    conn: Stream,
     mut out: BufWriter<File>,
     limit: Option<u64>,
 ) -> (BufWriter<File>, u64, anyhow::Result<Ended>) {
@@ -387,64 +263,23 @@ fn copy_sender(
 }
 
 fn copy_frames(
-    conn: Conn,
+    conn: Stream,
     out: &mut BufWriter<File>,
     limit: Option<u64>,
     copied: &mut u64,
 ) -> anyhow::Result<Ended> {
-    let mut frames = FrameReader::new(io::BufReader::new(conn));
     // Frame Streams bidirectional handshake: READY (offering content
     // types) → ACCEPT (the one we take) → START.
-    let ready = frames
-        .expect_control(ControlType::Ready)
-        .context("waiting for READY")?;
-    if !ready.allows(CONTENT_TYPE) {
-        anyhow::bail!(
-            "the sender offers {}, not protobuf:dnstap.Dnstap",
-            ready.describe_content_types()
-        );
-    }
-    {
-        let stream = frames.get_mut().get_mut();
-        write_control(stream, ControlType::Accept, Some(CONTENT_TYPE))?;
-        stream.flush()?;
-    }
-    let start = frames
-        .expect_control(ControlType::Start)
-        .context("waiting for START")?;
-    if !start.allows(CONTENT_TYPE) {
-        anyhow::bail!(
-            "the sender started {}, not protobuf:dnstap.Dnstap",
-            start.describe_content_types()
-        );
-    }
+    let mut receiver = Receiver::handshake(conn).context("handshake")?;
     eprintln!("bulwark dnstap capture: receiving");
-    loop {
-        if limit.is_some_and(|n| *copied >= n) {
-            out.flush()?;
-            return Ok(Ended::CountReached);
+    match receiver.copy_frames(out, limit, copied)? {
+        capture::Ended::Limit => Ok(Ended::CountReached),
+        capture::Ended::Stop => {
+            // A sender that closes right after STOP (unbound does) has
+            // what it needs; a FINISH it cannot read is no failure.
+            let _ = receiver.finish();
+            Ok(Ended::Sender)
         }
-        match frames.read_frame()? {
-            Some(Frame::Data(payload)) => {
-                write_data(out, &payload)?;
-                *copied = copied.saturating_add(1);
-            }
-            Some(Frame::Control(c)) if c.kind == ControlType::Stop => {
-                out.flush()?;
-                // A sender that closes right after STOP (unbound does) has
-                // what it needs; a FINISH it cannot read is no failure.
-                let stream = frames.get_mut().get_mut();
-                let _ =
-                    write_control(stream, ControlType::Finish, None).and_then(|()| stream.flush());
-                return Ok(Ended::Sender);
-            }
-            Some(Frame::Control(c)) => {
-                anyhow::bail!("unexpected {:?} control frame after START", c.kind)
-            }
-            None => {
-                out.flush()?;
-                return Ok(Ended::Sender);
-            }
-        }
+        capture::Ended::Closed => Ok(Ended::Sender),
     }
 }

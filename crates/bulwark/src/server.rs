@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use bulwark_auth::{AnswerConfig, CookiePolicy, Transport};
 use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
+    bind_tcp, bind_udp, serve_tcp, NetError, Shutdown, TcpConfig, TcpListener, TcpStats, UdpConfig,
     UdpListeners, UdpWorkers,
 };
 use tokio::signal::unix::{signal, SignalKind};
@@ -199,7 +199,17 @@ const EPHEMERAL_PORT_TRIES: u32 = 8;
 fn bind_all(
     addrs: &[SocketAddr],
     threads: usize,
-) -> Result<(UdpListeners, Vec<std::net::TcpListener>), NetError> {
+) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
+    bind_all_with(addrs, threads, bind_udp)
+}
+
+/// [`bind_all`] with the UDP side's binding passed in, so that a test can
+/// find a port taken.
+fn bind_all_with(
+    addrs: &[SocketAddr],
+    threads: usize,
+    bind_udp: impl Fn(&[SocketAddr], usize) -> Result<UdpListeners, NetError>,
+) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
     let mut tcp = addrs
         .iter()
         .map(|a| bind_tcp(*a))
@@ -235,7 +245,7 @@ fn bind_all(
 }
 
 /// The demo's listener: 127.0.0.1:5300, or the next free port.
-fn bind_demo(threads: usize) -> Result<(UdpListeners, Vec<std::net::TcpListener>), NetError> {
+fn bind_demo(threads: usize) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
     let mut last = None;
     for offset in 0..demo::DEMO_PORT_TRIES {
         let port = demo::DEMO_PORT.saturating_add(offset);
@@ -531,7 +541,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )]
     use super::*;
 
     #[test]
@@ -550,11 +564,64 @@ mod tests {
         }
     }
 
+    /// What `bind_udp` says when another socket holds the port for UDP
+    /// (`bulwark-net` checks that it says so).
+    fn udp_taken(addr: SocketAddr) -> NetError {
+        NetError::Bind {
+            proto: "udp",
+            addr,
+            cause: std::io::ErrorKind::AddrInUse.into(),
+        }
+    }
+
     #[test]
     fn a_fixed_port_already_held_for_udp_is_an_error_not_another_port() {
-        let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = held.local_addr().unwrap();
-        let err = bind_all(&[addr], 1).unwrap_err();
+        // A port nobody holds for TCP, so that only UDP is taken.
+        let port = bind_tcp("127.0.0.1:0".parse().unwrap())
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let tries = std::cell::Cell::new(0);
+        let err = bind_all_with(&[addr], 1, |addrs, _| {
+            tries.set(tries.get() + 1);
+            Err(udp_taken(addrs[0]))
+        })
+        .unwrap_err();
         assert!(err.is_addr_in_use(), "{err}");
+        assert_eq!(tries.get(), 1, "a configured port is not replaced");
+    }
+
+    #[test]
+    fn port_zero_whose_udp_side_is_taken_moves_both_to_a_fresh_port() {
+        let addrs: Vec<SocketAddr> = vec!["127.0.0.1:0".parse().unwrap()];
+        let tried = std::cell::RefCell::new(Vec::new());
+        let (udp, tcp) = bind_all_with(&addrs, 1, |bound, threads| {
+            tried.borrow_mut().push(bound[0]);
+            if tried.borrow().len() < 3 {
+                return Err(udp_taken(bound[0]));
+            }
+            bind_udp(bound, threads)
+        })
+        .unwrap();
+        let tried = tried.into_inner();
+        assert_eq!(tried.len(), 3);
+        assert_ne!(tried[0].port(), tried[1].port(), "a fresh TCP port");
+        assert_eq!(udp.local_addrs()[0], tcp[0].local_addr().unwrap());
+        assert_eq!(udp.local_addrs()[0], tried[2]);
+    }
+
+    #[test]
+    fn port_zero_gives_up_after_a_few_fresh_ports() {
+        let addrs: Vec<SocketAddr> = vec!["127.0.0.1:0".parse().unwrap()];
+        let tries = std::cell::Cell::new(0u32);
+        let err = bind_all_with(&addrs, 1, |bound, _| {
+            tries.set(tries.get() + 1);
+            Err(udp_taken(bound[0]))
+        })
+        .unwrap_err();
+        assert!(err.is_addr_in_use(), "{err}");
+        assert_eq!(tries.get(), EPHEMERAL_PORT_TRIES + 1);
     }
 }

@@ -1,21 +1,22 @@
 //! dnstap on the query path: each handler holds a `QueryTap` that copies the
-//! query and its response to the dnstap sink without ever waiting.
+//! query and its response to the dnstap queues without ever waiting.
 //!
-//! The sink (crate `bulwark-dnstap`) owns the writer thread and one bounded
-//! queue per `Tap`. Every UDP worker gets a queue of its own, so workers never
-//! contend; TCP connections come and go, so they share one queue (siblings of
-//! the one `TcpTap` kept here). A full queue drops the message and counts it:
-//! answering never waits for the logger.
+//! The queues (crate `bulwark-dnstap`, one bounded queue per `Tap`) are
+//! emptied by the writer thread in `tap/writer.rs`. Every UDP worker gets a
+//! queue of its own, so workers never contend; TCP connections come and go, so
+//! they share one queue (siblings of the one TCP tap kept here). A full queue
+//! drops the message and counts it: answering never waits for the logger.
+
+mod writer;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bulwark_auth::Transport;
-use bulwark_dnstap::{
-    Destination, KindSet, MessageContext, MessageKind, Protocol, Sink, SinkConfig, Tap, Timestamp,
-};
+use bulwark_dnstap::{KindSet, MessageContext, MessageKind, Protocol, SinkConfig, Tap, Timestamp};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -29,6 +30,23 @@ pub const DEFAULT_QUEUE_SIZE: usize = 16384;
 const MAX_QUEUE_SIZE: usize = 1 << 20;
 /// Rotating files smaller than this would rotate on every few messages.
 const MIN_FILE_MAX_BYTES: u64 = 4096;
+
+pub use writer::TapWriter;
+
+/// Where the dnstap frames go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Unidirectional Frame Streams to a file; rotated by `TapWriter::rotate`
+    /// and, when set, after `max_bytes`.
+    File {
+        path: PathBuf,
+        max_bytes: Option<u64>,
+    },
+    /// Bidirectional Frame Streams to a Unix socket, reconnecting with back-off.
+    Unix(PathBuf),
+    /// Bidirectional Frame Streams over TCP, reconnecting with back-off.
+    Tcp(SocketAddr),
+}
 
 /// `[dnstap]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -269,11 +287,11 @@ pub struct TapCounters {
     pub reconnects: u64,
 }
 
-/// The running sink (the writer thread) that every `QueryTap` feeds.
+/// The running writer that every `QueryTap` feeds.
 #[derive(Debug)]
 pub struct TapSource {
     /// `None` once stopped.
-    sink: Mutex<Option<Sink>>,
+    sink: Mutex<Option<TapWriter>>,
     /// The queue all TCP connections share; each takes a sibling of it.
     tcp: Mutex<Option<Tap>>,
     /// What the sink said when it stopped, so counters outlive it.
@@ -284,14 +302,14 @@ impl TapSource {
     /// Opens the destination (a file now; a socket is connected by the writer,
     /// with back-off) and starts the writer thread.
     pub fn start(settings: &DnstapSettings) -> anyhow::Result<Arc<TapSource>> {
-        let sink = Sink::start(SinkConfig {
-            destination: settings.destination.clone(),
+        let config = SinkConfig {
             identity: settings.identity.clone(),
             version: settings.version.clone(),
             kinds: settings.kinds,
             queue_capacity: settings.queue_size,
-        })
-        .map_err(|e| anyhow::anyhow!("{}: {e}", describe(&settings.destination)))?;
+        };
+        let sink = TapWriter::start(&settings.destination, &config)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", describe(&settings.destination)))?;
         let tcp = sink.tap();
         tracing::info!(destination = %describe(&settings.destination), "dnstap on");
         Ok(Arc::new(TapSource {
@@ -346,7 +364,7 @@ impl TapSource {
     /// queue for a TCP connection. `None` once stopped.
     fn tap_for(&self, transport: Transport) -> Option<Tap> {
         match transport {
-            Transport::Udp => self.sink.lock().ok()?.as_ref().map(Sink::tap),
+            Transport::Udp => self.sink.lock().ok()?.as_ref().map(TapWriter::tap),
             Transport::Tcp => self.tcp.lock().ok()?.as_ref().map(Tap::sibling),
         }
     }
@@ -365,8 +383,6 @@ fn describe(d: &Destination) -> String {
         Destination::File { path, .. } => format!("file:{}", path.display()),
         Destination::Unix(p) => format!("unix:{}", p.display()),
         Destination::Tcp(a) => format!("tcp:{a}"),
-        #[allow(unreachable_patterns)]
-        _ => format!("{d:?}"),
     }
 }
 
@@ -426,7 +442,7 @@ impl TapOn {
     fn log(&mut self, peer: SocketAddr, local: SocketAddr, query: &[u8], response: Option<&[u8]>) {
         // One clock read per query: the answer is computed in microseconds,
         // below what dnstap readers show, and the handler is called after it.
-        let now = Timestamp::now();
+        let now = wall_clock();
         let ctx = MessageContext {
             protocol: self.protocol,
             client: peer,
@@ -442,6 +458,15 @@ impl TapOn {
             response.map(|r| (MessageKind::AuthResponse, r)),
         );
     }
+}
+
+/// The wall clock now, as dnstap carries it. A clock before 1970 is
+/// misconfigured; log zero rather than fail.
+fn wall_clock() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(Timestamp::from_unix)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -604,6 +629,13 @@ mod tests {
         let r = resolve(&s, None).0.unwrap();
         assert_eq!(r.identity, None);
         assert_eq!(r.version, None);
+    }
+
+    #[test]
+    fn the_wall_clock_is_after_2020() {
+        let now = wall_clock();
+        assert!(now.secs > 1_577_836_800);
+        assert!(now.nanos < 1_000_000_000);
     }
 
     #[test]

@@ -1,11 +1,16 @@
-//! dnstap (<https://dnstap.info>): the schema, the Frame Streams protocol, a sink
-//! that copies messages off the query path without ever waiting, and a reader.
+//! dnstap (<https://dnstap.info>): the schema, the Frame Streams protocol, the
+//! bounded queues that copy messages off the query path without ever waiting,
+//! and a reader.
 //!
 //! The query path only ever touches a [`Tap`]: it encodes the message into a
 //! recycled buffer and pushes it on a bounded lock-free queue, or counts a drop
-//! when the queue is full. One writer thread per [`Sink`] empties the queues and
-//! does all the I/O (the design of the dnstap talk: duplicate in process, queue,
-//! write asynchronously, drop rather than slow the server).
+//! when the queue is full. Whoever owns the [`Drain`] (bulwark's writer thread)
+//! empties the queues and does all the I/O (the design of the dnstap talk:
+//! duplicate in process, queue, write asynchronously, drop rather than slow the
+//! server).
+//!
+//! Pure: no sockets, files, threads or clocks here. Times come in with each
+//! message ([`MessageContext`]), bytes in and out through `Read`/`Write`.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -22,8 +27,9 @@ pub mod capture;
 mod encode;
 pub mod format;
 pub mod frame;
+mod queue;
 pub mod read;
-pub mod sink;
+pub mod sender;
 
 /// The prost types generated from `proto/dnstap.proto` at build time.
 #[allow(
@@ -43,13 +49,12 @@ pub mod schema {
     include!(concat!(env!("OUT_DIR"), "/dnstap.rs"));
 }
 
+pub use queue::{Drain, Sink, Tap};
 pub use read::Reader;
-pub use sink::{Sink, Tap};
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The Frame Streams content type of dnstap streams, sent in READY, ACCEPT and
 /// START control frames.
@@ -301,38 +306,20 @@ pub struct Timestamp {
 }
 
 impl Timestamp {
-    /// The wall clock now. The only clock read in this crate: callers at the
-    /// edge take it once per message and pass it in the [`MessageContext`].
-    pub fn now() -> Timestamp {
-        match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(since) => Timestamp {
-                secs: since.as_secs(),
-                nanos: since.subsec_nanos(),
-            },
-            // A clock before 1970 is misconfigured; log zero rather than fail.
-            Err(_) => Timestamp::default(),
+    /// The time `since_epoch` after 1970-01-01T00:00:00Z. The clock is read
+    /// at the edge (once per message, after checking [`Tap::wants`]) and the
+    /// result passed in the [`MessageContext`].
+    pub const fn from_unix(since_epoch: Duration) -> Timestamp {
+        Timestamp {
+            secs: since_epoch.as_secs(),
+            nanos: since_epoch.subsec_nanos(),
         }
     }
 }
 
-/// Where the frames go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Destination {
-    /// Unidirectional Frame Streams to a file; rotated by `Sink::rotate` and,
-    /// when set, after `max_bytes`.
-    File {
-        path: PathBuf,
-        max_bytes: Option<u64>,
-    },
-    /// Bidirectional Frame Streams to a Unix socket, reconnecting with back-off.
-    Unix(PathBuf),
-    /// Bidirectional Frame Streams over TCP, reconnecting with back-off.
-    Tcp(SocketAddr),
-}
-
+/// What the queues of a [`Sink`] hold and how much.
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
-    pub destination: Destination,
     pub identity: Option<Vec<u8>>,
     pub version: Option<Vec<u8>>,
     pub kinds: KindSet,

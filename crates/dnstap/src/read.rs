@@ -1,10 +1,9 @@
-//! Reading unidirectional dnstap files (as written by the file sink or by
-//! fstrm_capture): a START frame with the dnstap content type, data frames,
-//! then STOP or the end of the file.
+//! Reading unidirectional dnstap files (as written by bulwark's file output or
+//! by fstrm_capture): a START frame with the dnstap content type, data frames,
+//! then STOP or the end of the file. The caller opens the file (or standard
+//! input) and hands over any `Read`, buffered.
 
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::Path;
+use std::io::Read;
 
 use prost::Message as _;
 
@@ -18,13 +17,6 @@ use crate::{DnstapError, CONTENT_TYPE};
 pub struct Reader<R> {
     frames: FrameReader<R>,
     done: bool,
-}
-
-impl Reader<BufReader<File>> {
-    /// Opens a dnstap file and checks its START frame.
-    pub fn open(path: &Path) -> Result<Reader<BufReader<File>>, DnstapError> {
-        Reader::new(BufReader::new(File::open(path)?))
-    }
 }
 
 impl<R: Read> Reader<R> {

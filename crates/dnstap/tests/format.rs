@@ -7,14 +7,16 @@
     clippy::panic
 )]
 
+mod support;
+
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::Path;
 use std::process::Command;
 
+use bulwark_dnstap::schema::Dnstap;
 use bulwark_dnstap::{
-    format, Destination, KindSet, MessageContext, MessageKind, Protocol, Reader, Sink, SinkConfig,
-    Timestamp,
+    format, KindSet, MessageContext, MessageKind, Protocol, SinkConfig, Timestamp,
 };
+use support::TestWriter;
 
 fn query_wire() -> Vec<u8> {
     let mut wire = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
@@ -40,19 +42,14 @@ fn response_wire() -> Vec<u8> {
 }
 
 /// Every kind, over a mix of families, transports and timestamps.
-fn write_every_kind(path: &Path) {
-    let sink = Sink::start(SinkConfig {
-        destination: Destination::File {
-            path: path.to_path_buf(),
-            max_bytes: None,
-        },
+fn write_every_kind() -> TestWriter {
+    let mut writer = TestWriter::new(&SinkConfig {
         identity: Some(b"ns1".to_vec()),
         version: None,
         kinds: KindSet::all(),
         queue_capacity: 64,
-    })
-    .unwrap();
-    let mut tap = sink.tap();
+    });
+    let mut tap = writer.tap();
     let v4 = MessageContext {
         protocol: Protocol::Udp,
         client: SocketAddr::from((Ipv4Addr::new(192, 0, 2, 7), 40000)),
@@ -83,18 +80,14 @@ fn write_every_kind(path: &Path) {
         tap.log(kind, ctx, &wire);
         tap.flush();
     }
-    sink.stop();
+    writer.stop();
+    writer
 }
 
 #[test]
 fn text_lines_match_dnstap_ldns() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kinds.fstrm");
-    write_every_kind(&path);
-    let ours: Vec<String> = Reader::open(&path)
-        .unwrap()
-        .map(|m| format::text(&m.unwrap()))
-        .collect();
+    let writer = write_every_kind();
+    let ours: Vec<String> = writer.messages().iter().map(format::text).collect();
     assert_eq!(ours.len(), 14);
     assert_eq!(
         ours[0],
@@ -108,6 +101,9 @@ fn text_lines_match_dnstap_ldns() {
     let Some(dnstap_ldns) = bulwark_testkit::require_tool("dnstap-ldns") else {
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kinds.fstrm");
+    writer.write_file(&path);
     let out = Command::new(&dnstap_ldns)
         .arg("-r")
         .arg(&path)
@@ -123,10 +119,7 @@ fn text_lines_match_dnstap_ldns() {
 
 #[test]
 fn yaml_and_json_show_the_fields() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kinds.fstrm");
-    write_every_kind(&path);
-    let messages: Vec<_> = Reader::open(&path).unwrap().map(Result::unwrap).collect();
+    let messages: Vec<Dnstap> = write_every_kind().messages();
     let yaml = format::yaml(&messages[1]);
     eprintln!("{yaml}");
     assert!(

@@ -7,7 +7,9 @@
 )]
 
 use bulwark_dnstap::schema::message::Type as SchemaType;
-use bulwark_dnstap::{KindSet, MessageKind, Protocol, Sink, Tap, Timestamp};
+use std::time::Duration;
+
+use bulwark_dnstap::{Drain, KindSet, MessageKind, Protocol, Sink, Tap, Timestamp};
 
 #[test]
 fn kinds_match_the_schema_numbers_and_names() {
@@ -74,10 +76,16 @@ fn protocols_use_the_schema_numbers() {
 }
 
 #[test]
-fn now_is_after_2020() {
-    let now = Timestamp::now();
-    assert!(now.secs > 1_577_836_800);
-    assert!(now.nanos < 1_000_000_000);
+fn timestamps_split_a_duration_since_the_epoch() {
+    let t = Timestamp::from_unix(Duration::new(1_795_000_000, 123_456_789));
+    assert_eq!(
+        t,
+        Timestamp {
+            secs: 1_795_000_000,
+            nanos: 123_456_789
+        }
+    );
+    assert_eq!(Timestamp::from_unix(Duration::ZERO), Timestamp::default());
 }
 
 #[test]
@@ -87,4 +95,5 @@ fn taps_move_between_threads_and_sinks_are_shared() {
     send::<Tap>();
     send::<Sink>();
     sync::<Sink>();
+    send::<Drain>();
 }

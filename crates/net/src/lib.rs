@@ -16,11 +16,14 @@
 
 pub mod client;
 mod client_conns;
+mod control;
 mod deferred;
 mod error;
 pub mod frame;
 mod heap;
+mod metrics_http;
 mod shutdown;
+mod stream;
 mod sys;
 pub mod tcp;
 pub mod udp;
@@ -28,13 +31,22 @@ pub mod udp;
 use std::net::SocketAddr;
 
 pub use client::{Client, ClientConfig, ClientError, Response, TransferStream, Transport};
+pub use control::{
+    bind_control, control_request, serve_control, ControlBindError, ControlListener, MAX_COMMAND,
+};
 pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};
 pub use heap::{release_free_memory, Allocator};
+pub use metrics_http::{bind_metrics, serve_metrics, MetricsBody, MetricsListener};
 pub use shutdown::Shutdown;
+pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
 pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
+
+/// A bound, non-blocking TCP listener for DNS, as [`bind_tcp`] makes it and
+/// [`serve_tcp`] takes it.
+pub type TcpListener = std::net::TcpListener;
 
 /// The queries of one received batch, by index, for
 /// [`QueryHandler::start_of_batch`]: a handler may read them more than once.

@@ -1,5 +1,6 @@
-//! The sink end to end: taps on the query path, the writer, a file or a
-//! socket, and the reader.
+//! The queues and the codec end to end: taps on the query path, a drain
+//! emptied by a test-side writer (bulwark's writer thread does the same with a
+//! file or a socket, and is tested there), and the reader.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -7,16 +8,14 @@
     clippy::panic
 )]
 
+mod support;
+
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
-use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use bulwark_dnstap::schema::{Dnstap, SocketFamily};
-use bulwark_dnstap::{
-    Destination, KindSet, MessageContext, MessageKind, Protocol, Reader, Sink, SinkConfig,
-    Timestamp,
-};
+use bulwark_dnstap::{KindSet, MessageContext, MessageKind, Protocol, Sink, SinkConfig, Timestamp};
+use support::TestWriter;
 
 /// A query for www.example.com. IN A (id 0x1234, RD).
 fn query_wire() -> Vec<u8> {
@@ -35,9 +34,8 @@ fn response_wire() -> Vec<u8> {
     wire
 }
 
-fn config(destination: Destination, kinds: KindSet, capacity: usize) -> SinkConfig {
+fn config(kinds: KindSet, capacity: usize) -> SinkConfig {
     SinkConfig {
-        destination,
         identity: Some(b"ns1.test".to_vec()),
         version: Some(b"bulwark 0.1.0".to_vec()),
         kinds,
@@ -45,23 +43,8 @@ fn config(destination: Destination, kinds: KindSet, capacity: usize) -> SinkConf
     }
 }
 
-fn file_config(path: &Path) -> SinkConfig {
-    config(
-        Destination::File {
-            path: path.to_path_buf(),
-            max_bytes: None,
-        },
-        KindSet::auth(),
-        64,
-    )
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+fn writer() -> TestWriter {
+    TestWriter::new(&config(KindSet::auth(), 64))
 }
 
 const QUERY_TIME: Timestamp = Timestamp {
@@ -84,16 +67,16 @@ fn v4_context() -> MessageContext<'static> {
     }
 }
 
-fn read_all(path: &Path) -> Vec<Dnstap> {
-    Reader::open(path)
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap()
+fn kinds(messages: &[Dnstap]) -> Vec<i32> {
+    messages
+        .iter()
+        .map(|m| m.message.as_ref().unwrap().r#type)
+        .collect()
 }
 
-fn write_pair(path: &Path) {
-    let sink = Sink::start(file_config(path)).unwrap();
-    let mut tap = sink.tap();
+fn write_pair() -> TestWriter {
+    let mut w = writer();
+    let mut tap = w.tap();
     let query = query_wire();
     let response = response_wire();
     let ctx = v4_context();
@@ -105,17 +88,15 @@ fn write_pair(path: &Path) {
     };
     tap.log(MessageKind::AuthResponse, &ctx, &response);
     tap.flush();
-    sink.stop();
-    assert_eq!(sink.stats().sent, 2);
-    assert_eq!(sink.stats().dropped, 0);
+    w.stop();
+    assert_eq!(w.sink.stats().sent, 2);
+    assert_eq!(w.sink.stats().dropped, 0);
+    w
 }
 
 #[test]
-fn tap_to_file_to_reader_keeps_every_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tap.fstrm");
-    write_pair(&path);
-    let messages = read_all(&path);
+fn tap_to_stream_to_reader_keeps_every_field() {
+    let messages = write_pair().messages();
     assert_eq!(messages.len(), 2);
 
     let q = &messages[0];
@@ -154,10 +135,8 @@ fn tap_to_file_to_reader_keeps_every_field() {
 
 #[test]
 fn ipv4_mapped_addresses_are_reported_as_inet_and_ipv6_as_inet6() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v6.fstrm");
-    let sink = Sink::start(file_config(&path)).unwrap();
-    let mut tap = sink.tap();
+    let mut w = writer();
+    let mut tap = w.tap();
     let mapped = MessageContext {
         client: SocketAddr::V6(SocketAddrV6::new(
             Ipv4Addr::new(192, 0, 2, 9).to_ipv6_mapped(),
@@ -183,8 +162,8 @@ fn ipv4_mapped_addresses_are_reported_as_inet_and_ipv6_as_inet6() {
     };
     tap.log(MessageKind::AuthQuery, &v6, &query_wire());
     tap.flush();
-    sink.stop();
-    let messages = read_all(&path);
+    w.stop();
+    let messages = w.messages();
     let m = messages[0].message.as_ref().unwrap();
     assert_eq!(m.socket_family, Some(SocketFamily::Inet as i32));
     assert_eq!(m.query_address.as_deref(), Some(&[192, 0, 2, 9][..]));
@@ -200,46 +179,24 @@ fn ipv4_mapped_addresses_are_reported_as_inet_and_ipv6_as_inet6() {
 
 #[test]
 fn kinds_outside_the_set_are_not_logged() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kinds.fstrm");
     let only_responses = KindSet::empty().with(MessageKind::AuthResponse);
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: None,
-        },
-        only_responses,
-        8,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
+    let mut w = TestWriter::new(&config(only_responses, 8));
+    let mut tap = w.tap();
     assert!(!tap.wants(MessageKind::AuthQuery));
     assert!(tap.wants(MessageKind::AuthResponse));
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     tap.flush();
     tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
     tap.flush();
-    sink.stop();
-    let messages = read_all(&path);
-    assert_eq!(messages.len(), 1);
-    assert_eq!(messages[0].message.as_ref().unwrap().r#type, 2);
+    w.stop();
+    assert_eq!(kinds(&w.messages()), [2]);
 }
 
 #[test]
-fn siblings_share_one_queue_and_the_writer_drains_every_tap() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("many.fstrm");
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: None,
-        },
-        KindSet::auth(),
-        4096,
-    ))
-    .unwrap();
-    let first = sink.tap();
-    let handles: Vec<_> = [first.sibling(), first.sibling(), sink.tap()]
+fn siblings_share_one_queue_and_the_drain_empties_every_tap() {
+    let mut w = TestWriter::new(&config(KindSet::auth(), 4096));
+    let first = w.tap();
+    let handles: Vec<_> = [first.sibling(), first.sibling(), w.tap()]
         .into_iter()
         .map(|mut tap| {
             std::thread::spawn(move || {
@@ -253,20 +210,20 @@ fn siblings_share_one_queue_and_the_writer_drains_every_tap() {
     for handle in handles {
         handle.join().unwrap();
     }
-    sink.stop();
-    let stats = sink.stats();
+    w.stop();
+    let stats = w.sink.stats();
     assert_eq!(stats.sent + stats.dropped, 1500);
-    assert_eq!(read_all(&path).len() as u64, stats.sent);
+    assert_eq!(w.messages().len() as u64, stats.sent);
 }
 
 #[test]
-fn dnstap_ldns_reads_our_files() {
+fn dnstap_ldns_reads_our_streams() {
     let Some(dnstap_ldns) = bulwark_testkit::require_tool("dnstap-ldns") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ldns.fstrm");
-    write_pair(&path);
+    write_pair().write_file(&path);
     let out = Command::new(&dnstap_ldns)
         .arg("-r")
         .arg(&path)
@@ -299,77 +256,14 @@ fn dnstap_ldns_reads_our_files() {
 }
 
 #[test]
-fn rotate_closes_the_file_as_path_1_and_starts_a_new_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rot.fstrm");
-    let old = dir.path().join("rot.fstrm.1");
-    let sink = Sink::start(file_config(&path)).unwrap();
-    let mut tap = sink.tap();
-    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
-    tap.flush();
-    wait_until("the first message written", || sink.stats().sent == 1);
-    sink.rotate();
-    wait_until("the rotated file", || old.exists());
-    tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
-    tap.flush();
-    sink.stop();
-    let before = read_all(&old);
-    assert_eq!(before.len(), 1);
-    assert_eq!(before[0].message.as_ref().unwrap().r#type, 1);
-    // The old file ends with STOP, not just EOF.
-    let bytes = std::fs::read(&old).unwrap();
-    assert!(bytes.ends_with(b"\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x03"));
-    let after = read_all(&path);
-    assert_eq!(after.len(), 1);
-    assert_eq!(after[0].message.as_ref().unwrap().r#type, 2);
-}
-
-#[test]
-fn max_bytes_rotates_by_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("small.fstrm");
-    let old = dir.path().join("small.fstrm.1");
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: Some(200),
-        },
-        KindSet::auth(),
-        16,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
-    // Each frame is about 100 bytes: the second one crosses the limit.
-    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
-    tap.flush();
-    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
-    tap.flush();
-    wait_until("the rotated file", || old.exists());
-    tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
-    tap.flush();
-    sink.stop();
-    assert_eq!(read_all(&old).len(), 2);
-    assert_eq!(read_all(&path).len(), 1);
-}
-
-#[test]
-fn a_bad_file_path_fails_at_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("missing-dir").join("x.fstrm");
-    assert!(Sink::start(file_config(&path)).is_err());
-    let zero = SinkConfig {
-        queue_capacity: 0,
-        ..file_config(&dir.path().join("y"))
-    };
-    assert!(Sink::start(zero).is_err());
+fn a_zero_capacity_is_refused() {
+    assert!(Sink::new(&config(KindSet::auth(), 0)).is_err());
 }
 
 #[test]
 fn steady_state_logging_reuses_its_buffers() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("alloc.fstrm");
-    let sink = Sink::start(file_config(&path)).unwrap();
-    let mut tap = sink.tap();
+    let mut w = writer();
+    let mut tap = w.tap();
     let (query, response) = (query_wire(), response_wire());
     for n in 1..=300u64 {
         let kind = if n % 2 == 0 {
@@ -383,117 +277,90 @@ fn steady_state_logging_reuses_its_buffers() {
             if kind.query() { &query } else { &response },
         );
         tap.flush();
-        wait_until("the writer", || sink.stats().sent == n);
+        w.drain_all();
+        assert_eq!(w.sink.stats().sent, n);
     }
-    // One buffer in flight and at most one more while the writer returns the
-    // previous one: never one per message.
-    assert!(
-        tap.buffers_allocated() <= 2,
-        "{} buffers",
-        tap.buffers_allocated()
-    );
-    sink.stop();
-    assert_eq!(read_all(&path).len(), 300);
+    // The drain hands each buffer back to the pool: one buffer in all.
+    assert_eq!(tap.buffers_allocated(), 1);
+    w.stop();
+    assert_eq!(w.messages().len(), 300);
 }
 
 #[test]
-fn stop_is_idempotent_and_later_logs_are_dropped() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("stop.fstrm");
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: None,
-        },
-        KindSet::auth(),
-        2,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
+fn after_the_drain_is_finished_later_logs_are_dropped() {
+    let mut w = TestWriter::new(&config(KindSet::auth(), 2));
+    let mut tap = w.tap();
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     tap.flush();
-    sink.stop();
-    sink.stop();
+    w.stop();
     for _ in 0..5 {
         tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
         tap.flush();
     }
-    let stats = sink.stats();
+    let stats = w.sink.stats();
     assert_eq!(stats.sent, 1);
     assert_eq!(stats.dropped, 5, "never written, so dropped");
-    assert_eq!(read_all(&path).len(), 1);
+    assert_eq!(w.messages().len(), 1);
 }
 
 #[test]
-fn stop_returns_while_taps_keep_logging() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("busy.fstrm");
-    let sink = Sink::start(file_config(&path)).unwrap();
-    let mut tap = sink.tap();
-    let done = Arc::new(AtomicBool::new(false));
-    let producer = {
-        let done = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let mut logged = 0u64;
-            while !done.load(Ordering::Relaxed) {
-                tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
-                tap.flush();
-                logged += 1;
-            }
-            logged
-        })
-    };
-    wait_until("traffic", || sink.stats().sent > 100);
-    sink.stop();
-    done.store(true, Ordering::Relaxed);
-    let logged = producer.join().unwrap();
-    let stats = sink.stats();
-    assert_eq!(
-        stats.sent + stats.dropped,
-        logged,
-        "every message is sent or counted as dropped"
-    );
-    assert_eq!(read_all(&path).len() as u64, stats.sent);
+fn drain_for_stop_writes_what_is_queued_and_no_more() {
+    let mut w = TestWriter::new(&config(KindSet::auth(), 64));
+    let mut tap = w.tap();
+    for _ in 0..3 {
+        tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+        tap.flush();
+    }
+    w.stop();
+    tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
+    let stats = w.sink.stats();
+    assert_eq!((stats.sent, stats.dropped), (3, 1));
+    assert_eq!(kinds(&w.messages()), [1, 1, 1]);
+}
+
+#[test]
+fn chunks_the_output_refuses_count_as_dropped() {
+    let mut w = writer();
+    let mut tap = w.tap();
+    w.output_up = false;
+    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    tap.flush();
+    assert_eq!(w.drain_all(), 1, "one chunk of two frames");
+    w.output_up = true;
+    tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    tap.flush();
+    w.drain_all();
+    let stats = w.sink.stats();
+    assert_eq!((stats.sent, stats.dropped), (1, 2));
+    assert_eq!(kinds(&w.messages()), [2]);
 }
 
 #[test]
 fn a_tap_queues_its_chunk_when_full_on_flush_and_on_drop() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("chunks.fstrm");
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: None,
-        },
-        KindSet::auth(),
-        4096,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
+    let mut w = TestWriter::new(&config(KindSet::auth(), 4096));
+    let mut tap = w.tap();
     // Far more than one chunk's worth: full chunks go out without a flush.
     for _ in 0..300 {
         tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     }
-    wait_until("a full chunk written", || sink.stats().sent > 0);
-    let sent_before_flush = sink.stats().sent;
+    assert!(w.drain_all() > 0, "full chunks are queued");
+    let sent_before_flush = w.sink.stats().sent;
+    assert!(sent_before_flush > 0);
     assert!(sent_before_flush < 300, "the last chunk waits for a flush");
     tap.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
     tap.flush();
-    wait_until("the flushed chunk", || sink.stats().sent == 301);
+    w.drain_all();
+    assert_eq!(w.sink.stats().sent, 301);
     // Dropping a tap queues what it holds.
     tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     drop(tap);
-    sink.stop();
-    assert_eq!(sink.stats().sent, 302);
-    assert_eq!(sink.stats().dropped, 0);
-    let messages = read_all(&path);
-    assert_eq!(messages.len(), 302);
-    let kinds: Vec<i32> = messages
-        .iter()
-        .map(|m| m.message.as_ref().unwrap().r#type)
-        .collect();
+    w.stop();
+    assert_eq!(w.sink.stats().sent, 302);
+    assert_eq!(w.sink.stats().dropped, 0);
+    let kinds = kinds(&w.messages());
+    assert_eq!(kinds.len(), 302);
     assert_eq!(kinds[299], 1);
     assert_eq!(kinds[300], 2, "frames stay in the order they were logged");
     assert_eq!(kinds[301], 1);
@@ -501,53 +368,91 @@ fn a_tap_queues_its_chunk_when_full_on_flush_and_on_drop() {
 
 #[test]
 fn a_chunk_that_does_not_fit_the_queue_is_dropped_and_every_frame_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("budget.fstrm");
-    let sink = Sink::start(config(
-        Destination::File {
-            path: path.clone(),
-            max_bytes: None,
-        },
-        KindSet::auth(),
-        4,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
+    let mut w = TestWriter::new(&config(KindSet::auth(), 4));
+    let mut tap = w.tap();
     for _ in 0..10 {
         tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     }
     tap.flush();
-    assert_eq!(sink.stats().dropped, 10, "10 frames over a budget of 4");
+    assert_eq!(w.sink.stats().dropped, 10, "10 frames over a budget of 4");
     for _ in 0..3 {
         tap.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
     }
     tap.flush();
-    sink.stop();
-    let stats = sink.stats();
+    w.stop();
+    let stats = w.sink.stats();
     assert_eq!((stats.sent, stats.dropped), (3, 10));
-    assert_eq!(read_all(&path).len(), 3);
+    assert_eq!(w.messages().len(), 3);
+}
+
+#[test]
+fn a_round_takes_a_few_chunks_from_each_queue_in_turn() {
+    let mut w = TestWriter::new(&config(KindSet::auth(), 4096));
+    let (mut busy, mut quiet) = (w.tap(), w.tap());
+    for _ in 0..20 {
+        busy.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+        busy.flush();
+    }
+    quiet.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    quiet.flush();
+    // At most 8 chunks from the busy queue, then the quiet one's turn.
+    assert_eq!(w.drain_round(), 9);
+    assert!(
+        kinds(&w.messages()).contains(&2),
+        "the quiet tap is not starved"
+    );
+    w.drain_all();
+    assert_eq!(w.sink.stats().sent, 21);
+}
+
+#[test]
+fn sweeping_forgets_a_dropped_taps_queue_and_keeps_its_drops() {
+    let mut w = TestWriter::new(&config(KindSet::auth(), 2));
+    let mut kept = w.tap();
+    let mut gone = w.tap();
+    for _ in 0..5 {
+        gone.log(MessageKind::AuthQuery, &v4_context(), &query_wire());
+    }
+    gone.flush();
+    drop(gone);
+    assert_eq!(w.sink.stats().dropped, 5);
+    w.drain_all();
+    w.sweep();
+    assert_eq!(w.sink.stats().dropped, 5, "its drops are still counted");
+    // The queue still in use is kept.
+    kept.log(MessageKind::AuthResponse, &v4_context(), &response_wire());
+    kept.flush();
+    w.drain_all();
+    w.sweep();
+    let stats = w.sink.stats();
+    assert_eq!((stats.sent, stats.dropped), (1, 5));
+}
+
+#[test]
+fn reconnects_are_counted_by_the_drain() {
+    let (sink, drain) = Sink::new(&config(KindSet::auth(), 8)).unwrap();
+    drain.count_reconnect();
+    drain.count_reconnect();
+    assert_eq!(sink.stats().reconnects, 2);
 }
 
 #[test]
 fn log_exchange_writes_what_two_logs_write_and_skips_unwanted_kinds() {
-    let dir = tempfile::tempdir().unwrap();
     let ctx = MessageContext {
         response_time: Some(RESPONSE_TIME),
         ..v4_context()
     };
     let (query, response) = (query_wire(), response_wire());
 
-    let one_by_one = dir.path().join("one-by-one.fstrm");
-    let sink = Sink::start(file_config(&one_by_one)).unwrap();
-    let mut tap = sink.tap();
+    let mut one_by_one = writer();
+    let mut tap = one_by_one.tap();
     tap.log(MessageKind::AuthQuery, &ctx, &query);
     tap.log(MessageKind::AuthResponse, &ctx, &response);
     tap.flush();
-    sink.stop();
+    one_by_one.stop();
 
-    let together = dir.path().join("together.fstrm");
-    let sink = Sink::start(file_config(&together)).unwrap();
-    let mut tap = sink.tap();
+    let mut together = writer();
+    let mut tap = together.tap();
     tap.log_exchange(
         &ctx,
         (MessageKind::AuthQuery, &query),
@@ -556,34 +461,23 @@ fn log_exchange_writes_what_two_logs_write_and_skips_unwanted_kinds() {
     // No response was sent: only the query.
     tap.log_exchange(&ctx, (MessageKind::AuthQuery, &query), None);
     tap.flush();
-    sink.stop();
-    let written = read_all(&together);
+    together.stop();
+    let written = together.messages();
     assert_eq!(written.len(), 3);
-    assert_eq!(written[..2], read_all(&one_by_one)[..]);
+    assert_eq!(written[..2], one_by_one.messages()[..]);
     assert_eq!(written[2].message.as_ref().unwrap().r#type, 1);
 
     // Responses only: the query of each exchange is skipped.
-    let responses = dir.path().join("responses.fstrm");
-    let mut kinds = KindSet::empty();
-    kinds.insert(MessageKind::AuthResponse);
-    let sink = Sink::start(config(
-        Destination::File {
-            path: responses.clone(),
-            max_bytes: None,
-        },
-        kinds,
-        64,
-    ))
-    .unwrap();
-    let mut tap = sink.tap();
+    let mut kinds_set = KindSet::empty();
+    kinds_set.insert(MessageKind::AuthResponse);
+    let mut responses = TestWriter::new(&config(kinds_set, 64));
+    let mut tap = responses.tap();
     tap.log_exchange(
         &ctx,
         (MessageKind::AuthQuery, &query),
         Some((MessageKind::AuthResponse, &response)),
     );
     tap.flush();
-    sink.stop();
-    let written = read_all(&responses);
-    assert_eq!(written.len(), 1);
-    assert_eq!(written[0].message.as_ref().unwrap().r#type, 2);
+    responses.stop();
+    assert_eq!(kinds(&responses.messages()), [2]);
 }
