@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use bulwark_auth::{AnswerConfig, CookiePolicy, Transport};
 use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, NetError, Shutdown, TcpConfig, TcpListener, TcpStats, UdpConfig,
+    bind_tcp, bind_udp, serve_tcp, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
     UdpListeners, UdpWorkers,
 };
 use tokio::signal::unix::{signal, SignalKind};
@@ -199,7 +199,7 @@ const EPHEMERAL_PORT_TRIES: u32 = 8;
 fn bind_all(
     addrs: &[SocketAddr],
     threads: usize,
-) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
+) -> Result<(UdpListeners, Vec<BoundTcp>), NetError> {
     bind_all_with(addrs, threads, bind_udp)
 }
 
@@ -209,7 +209,7 @@ fn bind_all_with(
     addrs: &[SocketAddr],
     threads: usize,
     bind_udp: impl Fn(&[SocketAddr], usize) -> Result<UdpListeners, NetError>,
-) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
+) -> Result<(UdpListeners, Vec<BoundTcp>), NetError> {
     let mut tcp = addrs
         .iter()
         .map(|a| bind_tcp(*a))
@@ -245,7 +245,7 @@ fn bind_all_with(
 }
 
 /// The demo's listener: 127.0.0.1:5300, or the next free port.
-fn bind_demo(threads: usize) -> Result<(UdpListeners, Vec<TcpListener>), NetError> {
+fn bind_demo(threads: usize) -> Result<(UdpListeners, Vec<BoundTcp>), NetError> {
     let mut last = None;
     for offset in 0..demo::DEMO_PORT_TRIES {
         let port = demo::DEMO_PORT.saturating_add(offset);

@@ -8,9 +8,6 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::net::{SocketAddr, UnixDatagram};
 
 /// The variable systemd sets for `Type=notify` services.
 const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
@@ -52,31 +49,11 @@ fn notify(state: &str) {
 /// for the abstract namespace), with `MAINPID=` so that systemd credits the
 /// message to the main process whoever sent it.
 fn notify_to(socket: &OsStr, state: &str) -> io::Result<()> {
-    let address = notify_address(socket)?;
-    let message = format!("{state}\nMAINPID={}\n", std::process::id());
-    let datagram = UnixDatagram::unbound()?;
-    let sent = datagram.send_to_addr(message.as_bytes(), &address)?;
-    if sent != message.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            "notification datagram cut short",
-        ));
-    }
-    Ok(())
+    bulwark_net::sd_notify(socket, message(state).as_bytes())
 }
 
-/// sd_notify(3): a leading `@` names a socket in the abstract namespace; any
-/// other value must be an absolute path.
-fn notify_address(socket: &OsStr) -> io::Result<SocketAddr> {
-    let bytes = socket.as_bytes();
-    match bytes.split_first() {
-        Some((b'@', name)) => SocketAddr::from_abstract_name(name),
-        Some((b'/', _)) => SocketAddr::from_pathname(socket),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "NOTIFY_SOCKET is neither an absolute path nor an @abstract name",
-        )),
-    }
+fn message(state: &str) -> String {
+    format!("{state}\nMAINPID={}\n", std::process::id())
 }
 
 /// CLOCK_MONOTONIC in microseconds, as systemd reads it.
@@ -89,47 +66,23 @@ fn monotonic_usec() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(clippy::unwrap_used)]
     use super::*;
-    use std::time::Duration;
-
-    fn received(listener: &UnixDatagram) -> String {
-        listener
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        let mut buf = [0u8; 512];
-        let n = listener.recv(&mut buf).unwrap();
-        String::from_utf8(buf[..n].to_vec()).unwrap()
-    }
 
     #[test]
-    fn ready_reaches_a_socket_given_by_path_with_the_main_pid() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("notify.sock");
-        let listener = UnixDatagram::bind(&path).unwrap();
-        notify_to(path.as_os_str(), "READY=1").unwrap();
-        let got = received(&listener);
-        let lines: Vec<&str> = got.lines().collect();
-        assert!(lines.contains(&"READY=1"), "{got:?}");
-        assert!(
-            lines.contains(&format!("MAINPID={}", std::process::id()).as_str()),
-            "{got:?}"
-        );
-    }
-
-    #[test]
-    fn abstract_socket_names_start_with_an_at_sign() {
-        let name = format!("bulwark-notify-test-{}", std::process::id());
-        let address = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
-        let listener = UnixDatagram::bind_addr(&address).unwrap();
-        notify_to(OsStr::new(&format!("@{name}")), "STOPPING=1").unwrap();
-        assert!(received(&listener).starts_with("STOPPING=1\n"));
-    }
-
-    #[test]
-    fn relative_socket_path_is_refused() {
+    fn a_relative_socket_path_is_refused_with_the_pid_added() {
         let e = notify_to(OsStr::new("notify.sock"), "READY=1").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn every_message_names_the_main_pid() {
+        let m = message("READY=1");
+        let lines: Vec<&str> = m.lines().collect();
+        assert_eq!(
+            lines,
+            ["READY=1", &format!("MAINPID={}", std::process::id())]
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod metrics_http;
 mod shutdown;
 mod stream;
 mod sys;
+mod systemd;
 pub mod tcp;
 pub mod udp;
 
@@ -41,12 +42,9 @@ pub use heap::{release_free_memory, Allocator};
 pub use metrics_http::{bind_metrics, serve_metrics, MetricsBody, MetricsListener};
 pub use shutdown::Shutdown;
 pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
-pub use tcp::{bind_tcp, serve_tcp, TcpConfig, TcpStats};
+pub use systemd::sd_notify;
+pub use tcp::{bind_tcp, serve_tcp, BoundTcp, TcpConfig, TcpStats};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
-
-/// A bound, non-blocking TCP listener for DNS, as [`bind_tcp`] makes it and
-/// [`serve_tcp`] takes it.
-pub type TcpListener = std::net::TcpListener;
 
 /// The queries of one received batch, by index, for
 /// [`QueryHandler::start_of_batch`]: a handler may read them more than once.

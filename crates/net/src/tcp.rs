@@ -85,9 +85,23 @@ impl Default for TcpConfig {
     }
 }
 
+/// A bound, listening TCP socket for DNS, as [`bind_tcp`] makes it and
+/// [`serve_tcp`] serves it; the edge holds it without naming a socket type.
+#[derive(Debug)]
+pub struct BoundTcp {
+    listener: std::net::TcpListener,
+}
+
+impl BoundTcp {
+    /// The address bound, with a port 0 resolved to the kernel's choice.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
 /// Binds a listening socket (SO_REUSEADDR so a restart does not wait for
 /// TIME_WAIT; IPV6_V6ONLY on v6), non-blocking, ready for [`serve_tcp`].
-pub fn bind_tcp(addr: SocketAddr) -> Result<std::net::TcpListener, NetError> {
+pub fn bind_tcp(addr: SocketAddr) -> Result<BoundTcp, NetError> {
     let bind_err = |cause| NetError::Bind {
         proto: "tcp",
         addr,
@@ -111,7 +125,9 @@ pub fn bind_tcp(addr: SocketAddr) -> Result<std::net::TcpListener, NetError> {
     socket.set_nonblocking(true).map_err(opt("O_NONBLOCK"))?;
     socket.bind(&addr.into()).map_err(bind_err)?;
     socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
-    Ok(socket.into())
+    Ok(BoundTcp {
+        listener: socket.into(),
+    })
 }
 
 /// Connection counters shared by every listener of one [`serve_tcp`] call.
@@ -155,7 +171,7 @@ fn bump(counter: &AtomicU64) {
 /// Serves every listener until `shutdown` fires. Each connection gets its own
 /// handler from `make_handler`. Must run inside a tokio runtime.
 pub async fn serve_tcp<F, H>(
-    listeners: Vec<std::net::TcpListener>,
+    listeners: Vec<BoundTcp>,
     config: TcpConfig,
     make_handler: F,
     stats: Arc<TcpStats>,
@@ -173,7 +189,7 @@ where
     let make_handler = Arc::new(make_handler);
     let mut accepts = tokio::task::JoinSet::new();
     for l in listeners {
-        let listener = TcpListener::from_std(l).map_err(NetError::Listener)?;
+        let listener = TcpListener::from_std(l.listener).map_err(NetError::Listener)?;
         accepts.spawn(accept_loop(
             listener,
             Arc::clone(&limits),
