@@ -6,12 +6,82 @@
 //! its first line, then lines of detail.
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::server::App;
-use crate::zones::{ZoneInfo, ZoneOutcome};
+use bulwark_guard::RrlStats;
+use bulwark_net::{TcpStats, UdpStats};
+
+use crate::stats::Family;
+use crate::zones::{ZoneInfo, ZoneOutcome, Zones};
+
+/// What the commands can see and do of the running server. The server
+/// implements it; the commands know nothing else of it.
+pub trait ControlPlane: Send + Sync + 'static {
+    /// The facts `ctl status` reports.
+    fn status(&self) -> Status;
+    fn zones(&self) -> &Arc<Zones>;
+    /// Every statistic, as `ctl stats` and the metrics endpoint show them.
+    fn metrics(&self) -> Vec<Family>;
+    /// Starts the server's shutdown.
+    fn stop(&self);
+    /// Reads the configuration again and reloads every zone: whether all
+    /// loaded, and the lines that say how.
+    fn reload_configuration(
+        self: Arc<Self>,
+    ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>>;
+}
+
+/// What `ctl status` reports, gathered by the server.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub uptime: Duration,
+    /// The addresses bound, UDP and TCP on each.
+    pub listen: Vec<SocketAddr>,
+    pub udp_workers: usize,
+    pub control: Option<PathBuf>,
+    pub prometheus: Option<SocketAddr>,
+    /// `None` before the workers start.
+    pub udp: Option<UdpStats>,
+    pub tcp: TcpCounts,
+    /// `None` when rate limiting is off.
+    pub rrl: Option<RrlStats>,
+    /// `None` when cookies are off: whether the secret is random (and
+    /// rotated), and how many rotations there were.
+    pub cookies: Option<(bool, u64)>,
+}
+
+/// The TCP counters `ctl status` shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TcpCounts {
+    pub accepted: u64,
+    pub rejected: u64,
+    pub queries: u64,
+    pub idle: u64,
+    pub message_timeout: u64,
+    pub evicted: u64,
+    pub rejected_for_client: u64,
+    pub rejected_total: u64,
+}
+
+impl TcpCounts {
+    pub fn of(t: &TcpStats) -> TcpCounts {
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        TcpCounts {
+            accepted: load(&t.accepted),
+            rejected: load(&t.rejected),
+            queries: load(&t.queries),
+            idle: load(&t.idle),
+            message_timeout: load(&t.message_timeout),
+            evicted: load(&t.evicted),
+            rejected_for_client: load(&t.too_many_for_client),
+            rejected_total: load(&t.too_many_total),
+        }
+    }
+}
 
 /// What a command answers: success or failure, and the lines to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,9 +125,9 @@ type BoxedReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
 #[derive(Clone, Copy)]
 enum Run {
     /// Quick, and never blocks: runs on the control task.
-    Now(fn(&App, &[String]) -> Reply),
+    Now(fn(&dyn ControlPlane, &[String]) -> Reply),
     /// May take long (reading zone files): its own future.
-    Later(fn(Arc<App>, Vec<String>) -> BoxedReply),
+    Later(fn(Arc<dyn ControlPlane>, Vec<String>) -> BoxedReply),
 }
 
 /// One control command.
@@ -79,16 +149,16 @@ const COMMANDS: &[CommandSpec] = &[
         usage: "",
         min_args: 0,
         max_args: 0,
-        run: Run::Now(|app, _| Reply::ok(app.status_lines())),
+        run: Run::Now(|plane, _| Reply::ok(status_lines(&plane.status(), plane.zones()))),
     },
     CommandSpec {
         words: &["reload"],
         usage: "",
         min_args: 0,
         max_args: 0,
-        run: Run::Later(|app, _| {
+        run: Run::Later(|plane, _| {
             Box::pin(async move {
-                let (ok, lines) = app.reload().await;
+                let (ok, lines) = plane.reload_configuration().await;
                 Reply { ok, lines }
             })
         }),
@@ -98,9 +168,9 @@ const COMMANDS: &[CommandSpec] = &[
         usage: "",
         min_args: 0,
         max_args: 0,
-        run: Run::Now(|app, _| {
+        run: Run::Now(|plane, _| {
             tracing::info!("stop requested over the control socket");
-            app.shutdown.trigger();
+            plane.stop();
             Reply::ok(vec!["stopping".to_string()])
         }),
     },
@@ -109,7 +179,7 @@ const COMMANDS: &[CommandSpec] = &[
         usage: "",
         min_args: 0,
         max_args: 0,
-        run: Run::Now(|app, _| Reply::ok(zone_list(&app.zones.infos()))),
+        run: Run::Now(|plane, _| Reply::ok(zone_list(&plane.zones().infos()))),
     },
     CommandSpec {
         words: &["zone", "status"],
@@ -148,99 +218,81 @@ const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-impl App {
-    /// Runs one control command line.
-    pub async fn command(self: &Arc<Self>, line: &str) -> Reply {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(spec) = find(&words) else {
-            return Reply::error(format!(
-                "unknown command `{}` (commands: {})",
-                line.trim(),
-                command_list()
-            ));
-        };
-        let args: Vec<String> = words
-            .get(spec.words.len()..)
-            .unwrap_or_default()
-            .iter()
-            .map(|s| (*s).to_string())
-            .collect();
-        if args.len() < spec.min_args || args.len() > spec.max_args {
-            return Reply::error(format!("usage: {}", usage(spec)));
-        }
-        match spec.run {
-            Run::Now(f) => f(self, &args),
-            Run::Later(f) => f(Arc::clone(self), args).await,
-        }
+/// Runs one control command line against `plane`.
+pub async fn run(plane: Arc<dyn ControlPlane>, line: &str) -> Reply {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some(spec) = find(&words) else {
+        return Reply::error(format!(
+            "unknown command `{}` (commands: {})",
+            line.trim(),
+            command_list()
+        ));
+    };
+    let args: Vec<String> = words
+        .get(spec.words.len()..)
+        .unwrap_or_default()
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    if args.len() < spec.min_args || args.len() > spec.max_args {
+        return Reply::error(format!("usage: {}", usage(spec)));
     }
+    match spec.run {
+        Run::Now(f) => f(plane.as_ref(), &args),
+        Run::Later(f) => f(plane, args).await,
+    }
+}
 
-    /// `ctl status`: who is running, where, and with what. The `udp`, `tcp`,
-    /// `rrl` and `cookies` lines are kept in their long-standing form.
-    pub(crate) fn status_lines(&self) -> Vec<String> {
-        let mut lines = vec![
-            format!("version {}", env!("CARGO_PKG_VERSION")),
-            format!("uptime {}s", self.started.elapsed().as_secs()),
-        ];
-        if let Ok(bound) = self.bound.lock() {
-            lines.extend(bound.iter().map(|a| format!("listen {a} udp tcp")));
-        }
-        lines.push(format!("udp workers {}", self.threads));
-        let infos = self.zones.infos();
-        let served = infos.iter().filter(|i| i.served.is_some()).count();
-        lines.push(format!("zones {served} loaded of {}", infos.len()));
-        match crate::control::socket_in_use() {
-            Some(p) => lines.push(format!("control {}", p.display())),
-            None => lines.push("control off".to_string()),
-        }
-        match crate::metrics_http::listening() {
-            Some(a) => lines.push(format!("prometheus http://{a}/metrics")),
-            None => lines.push("prometheus off".to_string()),
-        }
-        if let Ok(guard) = self.udp.lock() {
-            if let Some(udp) = guard.as_ref() {
-                let s = udp.stats();
-                lines.push(format!(
-                    "udp received {} responded {} dropped {} send_errors {}",
-                    s.received, s.responded, s.dropped, s.send_errors
-                ));
-            }
-        }
-        let t = &self.tcp_stats;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        lines.push(format!(
-            "tcp accepted {} rejected {} queries {}",
-            load(&t.accepted),
-            load(&t.rejected),
-            load(&t.queries)
-        ));
-        lines.push(format!(
-            "tcp closed idle {} message_timeout {} evicted {} rejected_for_client {} rejected_total {}",
-            load(&t.idle),
-            load(&t.message_timeout),
-            load(&t.evicted),
-            load(&t.too_many_for_client),
-            load(&t.too_many_total)
-        ));
-        match &self.rrl {
-            Some(rrl) => {
-                let s = rrl.stats();
-                lines.push(format!(
-                    "rrl passed {} dropped {} slipped {}",
-                    s.passed, s.dropped, s.slipped
-                ));
-            }
-            None => lines.push("rrl off".to_string()),
-        }
-        match &self.cookies {
-            Some(c) => lines.push(format!(
-                "cookies on secret {} rotations {}",
-                if c.rotating { "random" } else { "configured" },
-                c.rotations.load(std::sync::atomic::Ordering::Relaxed)
-            )),
-            None => lines.push("cookies off".to_string()),
-        }
-        lines
+/// `ctl status`: who is running, where, and with what. The `udp`, `tcp`,
+/// `rrl` and `cookies` lines are kept in their long-standing form.
+fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
+    let mut lines = vec![
+        format!("version {}", env!("CARGO_PKG_VERSION")),
+        format!("uptime {}s", s.uptime.as_secs()),
+    ];
+    lines.extend(s.listen.iter().map(|a| format!("listen {a} udp tcp")));
+    lines.push(format!("udp workers {}", s.udp_workers));
+    let infos = zones.infos();
+    let served = infos.iter().filter(|i| i.served.is_some()).count();
+    lines.push(format!("zones {served} loaded of {}", infos.len()));
+    match &s.control {
+        Some(p) => lines.push(format!("control {}", p.display())),
+        None => lines.push("control off".to_string()),
     }
+    match s.prometheus {
+        Some(a) => lines.push(format!("prometheus http://{a}/metrics")),
+        None => lines.push("prometheus off".to_string()),
+    }
+    if let Some(u) = &s.udp {
+        lines.push(format!(
+            "udp received {} responded {} dropped {} send_errors {}",
+            u.received, u.responded, u.dropped, u.send_errors
+        ));
+    }
+    let t = &s.tcp;
+    lines.push(format!(
+        "tcp accepted {} rejected {} queries {}",
+        t.accepted, t.rejected, t.queries
+    ));
+    lines.push(format!(
+        "tcp closed idle {} message_timeout {} evicted {} rejected_for_client {} rejected_total {}",
+        t.idle, t.message_timeout, t.evicted, t.rejected_for_client, t.rejected_total
+    ));
+    match &s.rrl {
+        Some(r) => lines.push(format!(
+            "rrl passed {} dropped {} slipped {}",
+            r.passed, r.dropped, r.slipped
+        )),
+        None => lines.push("rrl off".to_string()),
+    }
+    match s.cookies {
+        Some((rotating, rotations)) => lines.push(format!(
+            "cookies on secret {} rotations {rotations}",
+            if rotating { "random" } else { "configured" },
+        )),
+        None => lines.push("cookies off".to_string()),
+    }
+    lines
 }
 
 /// The entry whose words start `words`, the longest such.
@@ -292,12 +344,12 @@ fn zone_list(infos: &[ZoneInfo]) -> Vec<String> {
         .collect()
 }
 
-fn zone_status(app: &App, args: &[String]) -> Reply {
+fn zone_status(plane: &dyn ControlPlane, args: &[String]) -> Reply {
     let origin = match parse_zone(args.first().map_or("", String::as_str)) {
         Ok(o) => o,
         Err(r) => return r,
     };
-    match app.zones.info(&origin) {
+    match plane.zones().info(&origin) {
         Some(info) => Reply::ok(zone_status_lines(&info)),
         None => unknown_zone(&origin),
     }
@@ -305,12 +357,12 @@ fn zone_status(app: &App, args: &[String]) -> Reply {
 
 /// `zone read ZONE`: the zone as served (signatures and chain included for a
 /// zone bulwark signs), as a master file, like `knotc zone-read`.
-fn zone_read(app: &App, args: &[String]) -> Reply {
+fn zone_read(plane: &dyn ControlPlane, args: &[String]) -> Reply {
     let origin = match parse_zone(args.first().map_or("", String::as_str)) {
         Ok(o) => o,
         Err(r) => return r,
     };
-    let set = app.zones.current();
+    let set = plane.zones().current();
     match set.get(&origin) {
         Some(zone) => {
             let records: Vec<bulwark_proto::Record> = zone.records().collect();
@@ -321,7 +373,7 @@ fn zone_read(app: &App, args: &[String]) -> Reply {
                     .collect(),
             )
         }
-        None if app.zones.info(&origin).is_some() => {
+        None if plane.zones().info(&origin).is_some() => {
             Reply::error(format!("zone {origin} is configured but not loaded"))
         }
         None => unknown_zone(&origin),
@@ -412,7 +464,7 @@ fn zone_status_lines(info: &ZoneInfo) -> Vec<String> {
     lines
 }
 
-async fn zone_reload(app: Arc<App>, args: Vec<String>) -> Reply {
+async fn zone_reload(plane: Arc<dyn ControlPlane>, args: Vec<String>) -> Reply {
     let origin = match parse_zone(args.first().map_or("", String::as_str)) {
         Ok(o) => o,
         Err(r) => return r,
@@ -420,7 +472,8 @@ async fn zone_reload(app: Arc<App>, args: Vec<String>) -> Reply {
     tracing::info!(zone = %origin, "reloading one zone");
     let task = {
         let origin = origin.clone();
-        tokio::task::spawn_blocking(move || app.zones.reload_one(&origin))
+        let zones = Arc::clone(plane.zones());
+        tokio::task::spawn_blocking(move || zones.reload_one(&origin))
     };
     match task.await {
         Ok(Ok(outcome)) => {
@@ -443,18 +496,18 @@ async fn zone_reload(app: Arc<App>, args: Vec<String>) -> Reply {
 
 /// `zone sign ZONE`: a signing pass now, which also reads the key files
 /// again (after `bulwark keys rollover` or `bulwark keys ds-seen`).
-async fn zone_sign(app: Arc<App>, args: Vec<String>) -> Reply {
+async fn zone_sign(plane: Arc<dyn ControlPlane>, args: Vec<String>) -> Reply {
     let origin = match parse_zone(args.first().map_or("", String::as_str)) {
         Ok(o) => o,
         Err(r) => return r,
     };
     tracing::info!(zone = %origin, "signing pass requested");
     let task = {
-        let (origin, app) = (origin.clone(), Arc::clone(&app));
-        tokio::task::spawn_blocking(move || app.zones.resign_now(&origin))
+        let (origin, zones) = (origin.clone(), Arc::clone(plane.zones()));
+        tokio::task::spawn_blocking(move || zones.resign_now(&origin))
     };
     match task.await {
-        Ok(Ok(Some(()))) => match app.zones.info(&origin) {
+        Ok(Ok(Some(()))) => match plane.zones().info(&origin) {
             Some(info) => Reply::ok(zone_status_lines(&info)),
             None => unknown_zone(&origin),
         },
@@ -473,8 +526,8 @@ async fn zone_sign(app: Arc<App>, args: Vec<String>) -> Reply {
     }
 }
 
-fn stats(app: &App, args: &[String]) -> Reply {
-    let families = crate::stats::collect::families(app);
+fn stats(plane: &dyn ControlPlane, args: &[String]) -> Reply {
+    let families = plane.metrics();
     match args.first().map(String::as_str) {
         None => Reply::ok(
             crate::stats::render::text(&families)

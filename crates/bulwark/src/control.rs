@@ -11,10 +11,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bulwark_net::{bind_control, control_request, serve_control, ControlListener};
+use bulwark_net::{bind_control, control_request, serve_control, ControlListener, Shutdown};
 
 use crate::cli::CtlArgs;
-use crate::server::App;
+use crate::commands::ControlPlane;
 
 pub const DEFAULT_SOCKET: &str = "/run/bulwark/control.sock";
 /// Owner only: whoever can write to the socket can stop the server.
@@ -85,15 +85,14 @@ pub fn bind(path: &Path, mode: u32) -> anyhow::Result<ControlListener> {
     Ok(listener)
 }
 
-/// Serves control connections until the server shuts down: each line is run
-/// as a command (`App::command`) and its reply written back.
-pub async fn serve(listener: ControlListener, app: Arc<App>) {
-    let shutdown = app.shutdown().clone();
+/// Serves control connections until `shutdown`: each line is run as a
+/// command against `plane` and its reply written back.
+pub async fn serve(listener: ControlListener, plane: Arc<dyn ControlPlane>, shutdown: Shutdown) {
     serve_control(
         listener,
         move |line: String| {
-            let app = Arc::clone(&app);
-            async move { app.command(&line).await.to_wire() }
+            let plane = Arc::clone(&plane);
+            async move { crate::commands::run(plane, &line).await.to_wire() }
         },
         shutdown,
     )

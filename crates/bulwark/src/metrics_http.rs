@@ -4,14 +4,13 @@
 //! body (the statistics in the Prometheus text format) are ours.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use bulwark_net::{bind_metrics, serve_metrics, MetricsBody, MetricsListener};
+use bulwark_net::{bind_metrics, serve_metrics, MetricsBody, MetricsListener, Shutdown};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::defences::Locate;
-use crate::server::App;
 
 /// `[prometheus]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -67,16 +66,19 @@ pub fn bind(settings: &PrometheusSettings) -> anyhow::Result<MetricsListener> {
     Ok(listener)
 }
 
-/// Serves scrapes until the server shuts down: the statistics, rendered in
-/// the Prometheus text format at each scrape.
-pub async fn serve(listener: MetricsListener, app: Arc<App>) {
+/// Serves scrapes until `shutdown`: `families`, rendered in the Prometheus
+/// text format at each scrape.
+pub async fn serve(
+    listener: MetricsListener,
+    families: impl Fn() -> Vec<crate::stats::Family> + Send + Sync + 'static,
+    shutdown: Shutdown,
+) {
     if let Ok(a) = listener.local_addr() {
         tracing::info!(address = %a, "Prometheus endpoint ready");
     }
-    let shutdown = app.shutdown().clone();
     let body = MetricsBody {
         content_type: crate::stats::render::PROMETHEUS_CONTENT_TYPE,
-        render: move || crate::stats::render::prometheus(&crate::stats::collect::families(&app)),
+        render: move || crate::stats::render::prometheus(&families()),
     };
     serve_metrics(listener, body, shutdown).await;
 }

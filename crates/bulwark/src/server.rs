@@ -1,8 +1,10 @@
 //! `bulwark serve`: wires configuration, zones, sockets, signals and the control
 //! socket together, and runs until SIGTERM, SIGINT or `ctl stop`.
 
+use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -18,6 +20,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::ServeArgs;
 use crate::clock::CoarseClock;
+use crate::commands::{ControlPlane, Status, TcpCounts};
 use crate::config::{self, Settings, ZoneSpec};
 use crate::cookie_secrets::{self, CookieSecrets};
 use crate::defences::ZoneAcls;
@@ -90,10 +93,6 @@ pub struct App {
 }
 
 impl App {
-    pub fn shutdown(&self) -> &Shutdown {
-        &self.shutdown
-    }
-
     /// Re-reads the zone list and reloads every zone on a blocking thread.
     pub async fn reload(self: &Arc<Self>) -> (bool, Vec<String>) {
         tracing::info!("reloading zones");
@@ -146,6 +145,75 @@ impl App {
         }
         lines.extend(report.lines());
         (ok, lines)
+    }
+}
+
+impl App {
+    /// Every statistic, read from the parts that count.
+    fn metric_families(&self) -> Vec<crate::stats::Family> {
+        let udp = self
+            .udp
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(UdpWorkers::stats))
+            .unwrap_or_default();
+        crate::stats::collect::families(&crate::stats::collect::Sources {
+            registry: &self.stats,
+            udp,
+            tcp: &self.tcp_stats,
+            events: self.reporter.counts(),
+            rrl: self.rrl.as_ref().map(|r| r.stats()),
+            cookie_rotations: self
+                .cookies
+                .as_ref()
+                .map(|c| c.rotations.load(std::sync::atomic::Ordering::Relaxed)),
+            dnstap: self.dnstap.as_ref().map(|t| t.counters()),
+            zones: &self.zones,
+            uptime: self.started.elapsed(),
+        })
+    }
+}
+
+impl ControlPlane for App {
+    fn status(&self) -> Status {
+        Status {
+            uptime: self.started.elapsed(),
+            listen: self.bound.lock().map(|b| b.clone()).unwrap_or_default(),
+            udp_workers: self.threads,
+            control: crate::control::socket_in_use().map(std::path::Path::to_path_buf),
+            prometheus: crate::metrics_http::listening(),
+            udp: self
+                .udp
+                .lock()
+                .ok()
+                .and_then(|g| g.as_ref().map(UdpWorkers::stats)),
+            tcp: TcpCounts::of(&self.tcp_stats),
+            rrl: self.rrl.as_ref().map(|r| r.stats()),
+            cookies: self.cookies.as_ref().map(|c| {
+                (
+                    c.rotating,
+                    c.rotations.load(std::sync::atomic::Ordering::Relaxed),
+                )
+            }),
+        }
+    }
+
+    fn zones(&self) -> &Arc<Zones> {
+        &self.zones
+    }
+
+    fn metrics(&self) -> Vec<crate::stats::Family> {
+        self.metric_families()
+    }
+
+    fn stop(&self) {
+        self.shutdown.trigger();
+    }
+
+    fn reload_configuration(
+        self: Arc<Self>,
+    ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>> {
+        Box::pin(async move { App::reload(&self).await })
     }
 }
 
@@ -459,10 +527,16 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some((listener, path)) = control {
         tracing::info!(socket = %path.display(), "control socket ready");
-        runtime.spawn(crate::control::serve(listener, Arc::clone(&app)));
+        let plane: Arc<dyn ControlPlane> = Arc::clone(&app) as Arc<dyn ControlPlane>;
+        runtime.spawn(crate::control::serve(listener, plane, shutdown.clone()));
     }
     if let Some(listener) = prometheus {
-        runtime.spawn(crate::metrics_http::serve(listener, Arc::clone(&app)));
+        let app = Arc::clone(&app);
+        runtime.spawn(crate::metrics_http::serve(
+            listener,
+            move || app.metrics(),
+            shutdown.clone(),
+        ));
     }
     runtime.spawn(resign_forever(Arc::clone(&app)));
     {

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bulwark_auth::Transport;
 use bulwark_proto::{Opcode, Rcode, Rtype};
 
-use crate::server::App;
+use bulwark_guard::RrlStats;
+use bulwark_net::{TcpStats, UdpStats};
+
+use crate::diagnostics::EventCount;
 use crate::stats::{
     size_bound, DropReason, Family, MetricKind, Sample, Snapshot, Totals, Value, LATENCY_BOUNDS_NS,
     OPCODES, QTYPE_DIRECT, QTYPE_NONE, QTYPE_OTHER, RCODE_DIRECT, SIZE_BUCKETS,
@@ -17,13 +20,32 @@ use crate::stats::{
 const TRANSPORTS: [(Transport, &str); 2] = [(Transport::Udp, "udp"), (Transport::Tcp, "tcp")];
 const NANOS_PER_SECOND: f64 = 1e9;
 
+/// What the statistics are read from: every part of the running server that
+/// counts something, gathered by the server for each scrape.
+#[derive(Debug)]
+pub struct Sources<'a> {
+    pub registry: &'a super::StatsRegistry,
+    /// Zeros before the workers start.
+    pub udp: UdpStats,
+    pub tcp: &'a TcpStats,
+    pub events: Vec<EventCount>,
+    /// `None` when rate limiting is off.
+    pub rrl: Option<RrlStats>,
+    /// Rotations of the server-cookie secret; `None` when cookies are off.
+    pub cookie_rotations: Option<u64>,
+    /// `None` when dnstap is off.
+    pub dnstap: Option<crate::tap::TapCounters>,
+    pub zones: &'a crate::zones::Zones,
+    pub uptime: std::time::Duration,
+}
+
 /// Every metric family, in a stable order.
-pub fn families(app: &App) -> Vec<Family> {
+pub fn families(sources: &Sources<'_>) -> Vec<Family> {
     let mut out = Vec::new();
-    if app.stats.enabled() {
-        out.extend(registry_families(&app.stats.snapshot()));
+    if sources.registry.enabled() {
+        out.extend(registry_families(&sources.registry.snapshot()));
     }
-    out.extend(server_families(app));
+    out.extend(server_families(sources));
     out
 }
 
@@ -225,14 +247,9 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
 }
 
 /// The families of the other sources, present whether statistics are on or not.
-fn server_families(app: &App) -> Vec<Family> {
+fn server_families(sources: &Sources<'_>) -> Vec<Family> {
     let mut out = Vec::new();
-    let udp = app
-        .udp
-        .lock()
-        .ok()
-        .and_then(|g| g.as_ref().map(|w| w.stats()))
-        .unwrap_or_default();
+    let udp = sources.udp;
     out.push(counter(
         "bulwark_udp_received_total",
         "UDP datagrams received.",
@@ -248,7 +265,7 @@ fn server_families(app: &App) -> Vec<Family> {
         "UDP responses the kernel refused to send.",
         one(udp.send_errors),
     ));
-    let tcp = &app.tcp_stats;
+    let tcp = sources.tcp;
     let accepted = load(&tcp.accepted);
     let closes = [
         ("rejected_too_many", load(&tcp.too_many_total)),
@@ -290,7 +307,7 @@ fn server_families(app: &App) -> Vec<Family> {
         "Queries read from TCP connections.",
         one(load(&tcp.queries)),
     ));
-    let events = app.reporter.counts();
+    let events = &sources.events;
     out.push(counter(
         "bulwark_events_total",
         "Per-packet events (bad TSIG, refused transfer, NOTIFY or UPDATE, malformed message, ACL refusal, rejected cookie), every one counted whether logged or not.",
@@ -307,8 +324,7 @@ fn server_families(app: &App) -> Vec<Family> {
             .map(|c| int(vec![("kind", c.event.name().to_string())], c.suppressed))
             .collect(),
     ));
-    if let Some(rrl) = &app.rrl {
-        let r = rrl.stats();
+    if let Some(r) = sources.rrl {
         out.push(counter(
             "bulwark_rrl_responses_total",
             "Responses seen by response rate limiting, by verdict.",
@@ -318,15 +334,14 @@ fn server_families(app: &App) -> Vec<Family> {
                 .collect(),
         ));
     }
-    if let Some(c) = &app.cookies {
+    if let Some(rotations) = sources.cookie_rotations {
         out.push(counter(
             "bulwark_cookie_secret_rotations_total",
             "Rotations of the server-cookie secret.",
-            one(load(&c.rotations)),
+            one(rotations),
         ));
     }
-    if let Some(tap) = &app.dnstap {
-        let t = tap.counters();
+    if let Some(t) = sources.dnstap {
         out.push(counter(
             "bulwark_dnstap_frames_sent_total",
             "dnstap frames written.",
@@ -437,7 +452,7 @@ fn server_families(app: &App) -> Vec<Family> {
             int(vec![("result", "failed".to_string())], load(&r.updates_failed)),
         ],
     ));
-    let timers = app.zones.secondary_expiries();
+    let timers = sources.zones.secondary_expiries();
     out.push(gauge(
         "bulwark_zone_expire_timestamp_seconds",
         "Unix time each secondary zone's copy expires unless refreshed (RFC 1034 §4.3.5).",
@@ -446,7 +461,7 @@ fn server_families(app: &App) -> Vec<Family> {
             .map(|(apex, at)| int(vec![("zone", apex.to_string())], *at))
             .collect(),
     ));
-    let expiries = app.zones.signature_expiries();
+    let expiries = sources.zones.signature_expiries();
     out.push(gauge(
         "bulwark_dnssec_signatures_expire_timestamp_seconds",
         "Unix time the earliest signature of each signed zone expires.",
@@ -455,7 +470,7 @@ fn server_families(app: &App) -> Vec<Family> {
             .map(|(apex, expires)| int(vec![("zone", apex.to_string())], *expires))
             .collect(),
     ));
-    let zones = app.zones.summaries();
+    let zones = sources.zones.summaries();
     out.push(gauge(
         "bulwark_zones",
         "Zones loaded.",
@@ -477,7 +492,7 @@ fn server_families(app: &App) -> Vec<Family> {
         kind: MetricKind::Gauge,
         samples: vec![Sample {
             labels: Vec::new(),
-            value: Value::Float(app.started.elapsed().as_secs_f64()),
+            value: Value::Float(sources.uptime.as_secs_f64()),
         }],
     });
     out.push(gauge(
