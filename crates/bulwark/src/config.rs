@@ -513,7 +513,8 @@ fn resolve(
 
     let log_level =
         crate::logging::with_modules(log_level, f.log.modules.as_ref(), src, &mut problems);
-    let control_mode = crate::control::resolve_mode(f.control.mode.as_ref(), src, &mut problems);
+    let control_mode =
+        crate::control_mode::resolve_mode(f.control.mode.as_ref(), src, &mut problems);
     let statistics = crate::stats::StatsSettings::resolve(&f.statistics, src, &mut problems);
     let prometheus =
         crate::metrics_http::PrometheusSettings::resolve(&f.prometheus, src, &mut problems);

@@ -6,8 +6,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
+
+use crate::cli::keys::Pkcs11Args;
 use bulwark_dnssec::Pkcs11Token;
-use clap::Args;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -161,67 +162,45 @@ impl Pkcs11Settings {
     }
 }
 
-/// The flags naming a token, for `bulwark keys` and `bulwark sign`.
-#[derive(Debug, Default, Clone, Args)]
-pub struct Pkcs11Args {
-    /// The HSM's PKCS#11 library (e.g. /usr/lib/softhsm/libsofthsm2.so).
-    #[arg(long, value_name = "PATH")]
-    pub pkcs11_module: Option<PathBuf>,
-    /// The token's label.
-    #[arg(long, value_name = "LABEL")]
-    pub token: Option<String>,
-    /// The token's user PIN.
-    #[arg(long, value_name = "PIN", conflicts_with = "pin_file")]
-    pub pin: Option<String>,
-    /// A file holding the user PIN.
-    #[arg(long, value_name = "FILE")]
-    pub pin_file: Option<PathBuf>,
-    /// Take the token from this configuration file's [pkcs11] table (the flags above win).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-}
-
-impl Pkcs11Args {
-    /// The token the flags (over the configuration's `[pkcs11]`) name, or
-    /// `None` when neither names one.
-    pub fn settings(&self) -> anyhow::Result<Option<Pkcs11Settings>> {
-        let from_file = match &self.config {
-            Some(path) => crate::config::load_pkcs11(path).map_err(|e| anyhow!("{e}"))?,
-            None => None,
-        };
-        let any_flag = self.pkcs11_module.is_some()
-            || self.token.is_some()
-            || self.pin.is_some()
-            || self.pin_file.is_some();
-        if !any_flag {
-            return Ok(from_file);
-        }
-        let module = self
-            .pkcs11_module
-            .clone()
-            .or_else(|| from_file.as_ref().map(|s| s.module.clone()))
-            .ok_or_else(|| anyhow!("--pkcs11-module is required to use a token"))?;
-        let token_label = self
-            .token
-            .clone()
-            .or_else(|| from_file.as_ref().map(|s| s.token_label.clone()))
-            .ok_or_else(|| anyhow!("--token is required to use a token"))?;
-        let pin = match (&self.pin, &self.pin_file) {
-            (Some(pin), _) => pin.clone(),
-            (None, Some(path)) => read_pin_file(path)
-                .map_err(|e| anyhow!("{e}"))
-                .with_context(|| format!("--pin-file {}", path.display()))?,
-            (None, None) => match &from_file {
-                Some(s) => s.pin.clone(),
-                None => bail!("--pin or --pin-file is required to use a token"),
-            },
-        };
-        Ok(Some(Pkcs11Settings {
-            module,
-            token_label,
-            pin,
-        }))
+/// The token the flags name over `from_file` (the `[pkcs11]` table of the
+/// file `--config` names, read by the caller), or `None` when neither names
+/// one.
+pub fn token_settings(
+    flags: &Pkcs11Args,
+    from_file: Option<Pkcs11Settings>,
+) -> anyhow::Result<Option<Pkcs11Settings>> {
+    let any_flag = flags.pkcs11_module.is_some()
+        || flags.token.is_some()
+        || flags.pin.is_some()
+        || flags.pin_file.is_some();
+    if !any_flag {
+        return Ok(from_file);
     }
+    let module = flags
+        .pkcs11_module
+        .clone()
+        .or_else(|| from_file.as_ref().map(|s| s.module.clone()))
+        .ok_or_else(|| anyhow!("--pkcs11-module is required to use a token"))?;
+    let token_label = flags
+        .token
+        .clone()
+        .or_else(|| from_file.as_ref().map(|s| s.token_label.clone()))
+        .ok_or_else(|| anyhow!("--token is required to use a token"))?;
+    let pin = match (&flags.pin, &flags.pin_file) {
+        (Some(pin), _) => pin.clone(),
+        (None, Some(path)) => read_pin_file(path)
+            .map_err(|e| anyhow!("{e}"))
+            .with_context(|| format!("--pin-file {}", path.display()))?,
+        (None, None) => match &from_file {
+            Some(s) => s.pin.clone(),
+            None => bail!("--pin or --pin-file is required to use a token"),
+        },
+    };
+    Ok(Some(Pkcs11Settings {
+        module,
+        token_label,
+        pin,
+    }))
 }
 
 #[cfg(test)]
@@ -241,9 +220,9 @@ mod tests {
             pkcs11_module: Some("/m.so".into()),
             ..Pkcs11Args::default()
         };
-        let err = args.settings().unwrap_err().to_string();
+        let err = token_settings(&args, None).unwrap_err().to_string();
         assert!(err.contains("--token"), "{err}");
-        assert_eq!(Pkcs11Args::default().settings().unwrap(), None);
+        assert_eq!(token_settings(&Pkcs11Args::default(), None).unwrap(), None);
         let args = Pkcs11Args {
             pkcs11_module: Some("/m.so".into()),
             token: Some("t".into()),
@@ -251,7 +230,7 @@ mod tests {
             ..Pkcs11Args::default()
         };
         assert_eq!(
-            args.settings().unwrap(),
+            token_settings(&args, None).unwrap(),
             Some(Pkcs11Settings::new("/m.so".into(), "t".into(), "1".into()))
         );
     }

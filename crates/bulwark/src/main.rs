@@ -15,20 +15,17 @@
 #[global_allocator]
 static ALLOCATOR: bulwark_net::Allocator = bulwark_net::Allocator;
 
-mod check;
 mod cli;
 mod clock;
 mod commands;
 mod config;
 mod control;
+mod control_mode;
 mod cookie_secrets;
 mod defences;
 mod demo;
 mod diagnostics;
-mod dnstap_cli;
-mod generate_docs;
 mod handler;
-mod keys_cli;
 mod keystore;
 mod logging;
 mod metrics_http;
@@ -40,10 +37,10 @@ mod ready_file;
 mod replication;
 mod server;
 mod service;
-mod sign_cli;
 mod signing;
 mod stats;
 mod tap;
+mod tools;
 mod zone_signer;
 mod zones;
 
@@ -54,7 +51,7 @@ use crate::cli::{Command, Invocation};
 fn main() -> ExitCode {
     let command = match Invocation::parse() {
         Invocation::Command(command) => *command,
-        Invocation::GenerateDocs(args) => return generate_docs::run(&args),
+        Invocation::GenerateDocs(args) => return tools::generate_docs::run(&args),
     };
     match command {
         Command::Serve(args) => match server::serve(args) {
@@ -64,12 +61,12 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::CheckConfig { file } => check::check_config(&file),
-        Command::CheckZone { origin, file } => check::check_zone(&origin, &file),
-        Command::Ctl(args) => control::ctl(&args),
-        Command::Dnstap(args) => dnstap_cli::run(&args),
-        Command::Sign(args) => sign_cli::run(&args),
-        Command::Keys(args) => keys_cli::run(&args),
+        Command::CheckConfig { file } => tools::check::check_config(&file),
+        Command::CheckZone { origin, file } => tools::check::check_zone(&origin, &file),
+        Command::Ctl(args) => tools::ctl::run(&args),
+        Command::Dnstap(args) => tools::dnstap::run(&args),
+        Command::Sign(args) => tools::sign::run(&args),
+        Command::Keys(args) => tools::keys::run(&args),
         Command::Version => {
             println!("bulwark {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -1,15 +1,15 @@
 //! `bulwark keys`: make a zone's keys and show them, with their DS records
 //! for the parent.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail};
 use bulwark_dnssec::{Algorithm, DigestType, KeyRole};
 use bulwark_proto::{Name, Rdata};
-use clap::{Args, Subcommand, ValueEnum};
 
-use crate::keystore::Pkcs11Args;
+use crate::cli::keys::Pkcs11Args;
+use crate::cli::keys::{KeysArgs, KeysCommand, RoleArg};
+use crate::keystore::{token_settings, Pkcs11Settings};
 use crate::signing::{
     generate_key, generate_key_in_token, load_zone_keys, unix_now, write_key_state, write_zone_key,
 };
@@ -49,83 +49,14 @@ fn next_transition(t: &bulwark_dnssec::KeyTiming, now: u64) -> String {
     )
 }
 
-#[derive(Debug, Args)]
-pub struct KeysArgs {
-    #[command(subcommand)]
-    pub command: KeysCommand,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RoleArg {
-    Ksk,
-    Zsk,
-    Csk,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Create a key in BIND's K<zone>+<alg>+<tag>.key/.private files; with a
-    /// token (--pkcs11-module, --token, --pin, or --config), make it in the
-    /// token and write a .private file naming it.
-    Generate {
-        /// The zone, e.g. `example.com.`.
-        zone: String,
-        /// RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519 (or 8, 10, 13, 14, 15).
-        #[arg(long, short = 'a', default_value = "ECDSAP256SHA256")]
-        algorithm: String,
-        /// What the key signs.
-        #[arg(long, value_enum, default_value_t = RoleArg::Csk)]
-        role: RoleArg,
-        /// RSA modulus size (2048, 3072, 4096).
-        #[arg(long, short = 'b')]
-        bits: Option<u32>,
-        /// Where to write the files.
-        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-        #[command(flatten)]
-        pkcs11: Pkcs11Args,
-    },
-    /// List the zone's keys in a key directory.
-    List {
-        zone: String,
-        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-        #[command(flatten)]
-        pkcs11: Pkcs11Args,
-    },
-    /// Ask for a key to be rolled over now: the running server starts the
-    /// rollover at its next signing pass (`bulwark ctl zone sign ZONE`).
-    Rollover {
-        zone: String,
-        /// Which key to roll: the active ZSK, or the KSK (or CSK).
-        #[arg(long, value_enum)]
-        role: RoleArg,
-        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-        #[command(flatten)]
-        pkcs11: Pkcs11Args,
-    },
-    /// Record that the parent now serves the DS of key TAG, when the server
-    /// has no `parent` servers to ask itself: a KSK rollover goes on from here.
-    DsSeen {
-        zone: String,
-        tag: u16,
-        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-        #[command(flatten)]
-        pkcs11: Pkcs11Args,
-    },
-    /// Print the DS records of the zone's key-signing keys, for the parent.
-    Ds {
-        zone: String,
-        #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-        /// 2 (SHA-256) or 4 (SHA-384).
-        #[arg(long, default_value_t = 2)]
-        digest: u8,
-        #[command(flatten)]
-        pkcs11: Pkcs11Args,
-    },
+/// The token the flags name, over the `[pkcs11]` table of the configuration
+/// file `--config` names.
+pub fn token(flags: &Pkcs11Args) -> anyhow::Result<Option<Pkcs11Settings>> {
+    let from_file = match &flags.config {
+        Some(path) => crate::config::load_pkcs11(path).map_err(|e| anyhow!("{e}"))?,
+        None => None,
+    };
+    token_settings(flags, from_file)
 }
 
 pub fn zone_name(text: &str) -> anyhow::Result<Name> {
@@ -165,7 +96,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
                 RoleArg::Zsk => KeyRole::Zsk,
                 RoleArg::Csk => KeyRole::Csk,
             };
-            let key = match pkcs11.settings()? {
+            let key = match token(pkcs11)? {
                 Some(settings) => {
                     let token = settings.open(None)?;
                     generate_key_in_token(&token, &apex, algorithm, *bits, role, unix_now())?
@@ -177,7 +108,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
         }
         KeysCommand::List { zone, dir, pkcs11 } => {
             let apex = zone_name(zone)?;
-            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
+            let keys = load_zone_keys(dir, &apex, token(pkcs11)?.as_ref())?;
             let now = unix_now();
             println!(
                 "{:<6} {:<5} {:<16} {:>5} {:<4} {:<18} next",
@@ -209,7 +140,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             pkcs11,
         } => {
             let apex = zone_name(zone)?;
-            let mut keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
+            let mut keys = load_zone_keys(dir, &apex, token(pkcs11)?.as_ref())?;
             let now = unix_now();
             let wanted = |k: &bulwark_dnssec::ZoneKey| match role {
                 RoleArg::Zsk => k.role == KeyRole::Zsk,
@@ -236,7 +167,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             pkcs11,
         } => {
             let apex = zone_name(zone)?;
-            let mut keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
+            let mut keys = load_zone_keys(dir, &apex, token(pkcs11)?.as_ref())?;
             let key = keys
                 .iter_mut()
                 .find(|k| k.key_tag() == *tag && k.role.signs_key_set())
@@ -258,7 +189,7 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             if digest == DigestType::Sha1 {
                 bail!("SHA-1 DS records must not be published (RFC 8624 §3.3)");
             }
-            let keys = load_zone_keys(dir, &apex, pkcs11.settings()?.as_ref())?;
+            let keys = load_zone_keys(dir, &apex, token(pkcs11)?.as_ref())?;
             for key in keys.iter().filter(|k| k.role.signs_key_set()) {
                 println!("{apex} IN DS {}", Rdata::Ds(key.ds(&apex, digest)));
             }

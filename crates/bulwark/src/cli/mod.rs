@@ -9,6 +9,10 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+pub mod dnstap;
+pub mod keys;
+pub mod sign;
+
 /// An authoritative DNS server.
 #[derive(Debug, Parser)]
 #[command(name = "bulwark", version, about, propagate_version = true)]
@@ -79,11 +83,11 @@ pub enum Command {
     /// Talk to a running server over its control socket.
     Ctl(CtlArgs),
     /// Read, or capture, dnstap Frame Streams.
-    Dnstap(crate::dnstap_cli::DnstapArgs),
+    Dnstap(dnstap::DnstapArgs),
     /// Sign a zone file with its keys (offline, like dnssec-signzone).
-    Sign(crate::sign_cli::SignArgs),
+    Sign(sign::SignArgs),
     /// Create and list DNSSEC keys, print DS records.
-    Keys(crate::keys_cli::KeysArgs),
+    Keys(keys::KeysArgs),
     /// Print the version.
     Version,
 }

@@ -12,59 +12,12 @@ use bulwark_dnssec::SignedRecords;
 use bulwark_dnssec::{Denial, Nsec3Settings, SignerSettings};
 use bulwark_proto::Name;
 use bulwark_zone::printer::{print_order, write_lines};
-use clap::Args;
 
+use crate::cli::sign::SignArgs;
 use crate::signing::{
     load_zone_keys, parse_duration, sign_zone, unix_now, validity_window, write_atomically_with,
     SigningRun,
 };
-
-#[derive(Debug, Args)]
-pub struct SignArgs {
-    /// The zone's origin, e.g. `example.com.`.
-    pub origin: String,
-    /// The unsigned master file.
-    pub file: PathBuf,
-    /// Directory holding the zone's K<zone>+<alg>+<tag>.key/.private files.
-    #[arg(long, short = 'K', value_name = "DIR", default_value = ".")]
-    pub keys: PathBuf,
-    /// Where to write the signed zone (default: FILE.signed).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Deny existence with NSEC3 (RFC 5155) instead of NSEC.
-    #[arg(long)]
-    pub nsec3: bool,
-    /// NSEC3 extra iterations (RFC 9276: 0).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "nsec3")]
-    pub iterations: u16,
-    /// NSEC3 salt in hex, `-` for none (RFC 9276: none).
-    #[arg(long, value_name = "HEX", default_value = "-", requires = "nsec3")]
-    pub salt: String,
-    /// NSEC3 opt-out: unsigned delegations are left out of the chain.
-    #[arg(long, requires = "nsec3")]
-    pub opt_out: bool,
-    /// How long signatures are valid.
-    #[arg(long, value_name = "DURATION", default_value = "14d")]
-    pub validity: String,
-    /// How far back signatures' inception is set, for slow clocks.
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
-    pub inception_offset: String,
-    /// TTL of DNSKEY, CDS and CDNSKEY (default: the SOA's TTL).
-    #[arg(long, value_name = "SECONDS")]
-    pub dnskey_ttl: Option<u32>,
-    /// Publish CDS and CDNSKEY for the key-signing keys (RFC 7344).
-    #[arg(long)]
-    pub cds: bool,
-    /// Signing threads (default: one per CPU).
-    #[arg(long, short = 't', value_name = "N")]
-    pub threads: Option<usize>,
-    /// Sign as if it were this Unix time (keys' timing and validity follow).
-    #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
-    pub now: Option<u64>,
-    /// The token holding keys whose .private file names one.
-    #[command(flatten)]
-    pub pkcs11: crate::keystore::Pkcs11Args,
-}
 
 fn parse_salt(text: &str) -> anyhow::Result<Vec<u8>> {
     if text == "-" || text.is_empty() {
@@ -126,7 +79,11 @@ fn sign(args: &SignArgs) -> anyhow::Result<()> {
             lines.join("\n")
         )
     })?;
-    let keys = load_zone_keys(&args.keys, &apex, args.pkcs11.settings()?.as_ref())?;
+    let keys = load_zone_keys(
+        &args.keys,
+        &apex,
+        crate::tools::keys::token(&args.pkcs11)?.as_ref(),
+    )?;
     if keys.is_empty() {
         bail!(
             "no keys for {apex} in {} (create them with `bulwark keys generate {apex}`)",
