@@ -1,7 +1,9 @@
 //! Replication between servers, as pure functions over bytes and zones: TSIG
 //! (RFC 8945), outgoing and incoming AXFR (RFC 5936) and IXFR (RFC 1995),
 //! NOTIFY (RFC 1996), dynamic UPDATE (RFC 2136), SOA serial arithmetic
-//! (RFC 1982) and catalog zones (RFC 9432). No sockets, no clock, no files:
+//! (RFC 1982) and catalog zones (RFC 9432). Two engines drive them: the
+//! requests a server serves ([`serve`]) and a secondary's refresh of its
+//! zones from their primaries ([`refresh`]). No sockets, no clock, no files:
 //! the server binary brings the time and moves the bytes.
 #![forbid(unsafe_code)]
 #![deny(
@@ -15,9 +17,13 @@
     clippy::cast_possible_truncation
 )]
 
+pub mod acl;
 pub mod catalog;
 pub mod notify;
+pub mod refresh;
+pub mod remote;
 pub mod serial;
+pub mod serve;
 pub mod transfer_in;
 pub mod transfer_out;
 pub mod tsig;

@@ -106,26 +106,26 @@ pub fn check_response(
     Ok(())
 }
 
-/// Sends `request` to `remote` (over UDP, asked again over TCP when the
+/// Sends `message` to `remote` (over UDP, asked again over TCP when the
 /// response is truncated) and returns the response, within `wait` for each
 /// step. The response is not yet checked against the request's TSIG.
 pub async fn exchange(
     remote: SocketAddr,
     via: Option<IpAddr>,
-    request: &Request,
+    message: &[u8],
     wait: Duration,
 ) -> Result<Vec<u8>, ClientError> {
-    let response = client().exchange(remote, via, &request.bytes, wait).await?;
+    let response = client().exchange(remote, via, message, wait).await?;
     Ok(response.message)
 }
 
-/// Starts a zone transfer: connects to `remote` and sends `request`, each
+/// Starts a zone transfer: connects to `remote` and sends `message`, each
 /// within `wait`; the messages are then read from the stream.
 pub async fn transfer(
     remote: SocketAddr,
     via: Option<IpAddr>,
-    request: &Request,
+    message: &[u8],
     wait: Duration,
 ) -> Result<TransferStream, ClientError> {
-    Ok(client().transfer(remote, via, &request.bytes, wait).await?)
+    Ok(client().transfer(remote, via, message, wait).await?)
 }

@@ -134,7 +134,7 @@ async fn notify_target(
         }
         let result = async {
             let request = Request::new(msg, key.as_deref())?;
-            let response = client::exchange(addr, via, &request, wait).await?;
+            let response = client::exchange(addr, via, &request.bytes, wait).await?;
             let mut verifier = request.verifier();
             check_response(&mut verifier, &response)?;
             check_notify_response(&response, id, &origin)

@@ -4,12 +4,12 @@
 //! validated.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bulwark_guard::{Access, Acl};
+use bulwark_guard::Acl;
 use bulwark_proto::Name;
 use bulwark_xfr::serial::SerialPolicy;
 use bulwark_xfr::tsig::{KeyRing, TsigAlgorithm, TsigKey};
@@ -17,6 +17,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::defences::Locate;
+
+/// A remote server and the replication ACLs are pure policy, in
+/// `bulwark_xfr`; named here too, where the configuration builds them.
+pub use bulwark_xfr::acl::KeyedAcl;
+pub use bulwark_xfr::remote::Remote;
 
 /// Journal space per zone before the oldest differences go (Knot's
 /// `journal-max-usage` default is 80 MiB; a zone's changes rarely need more
@@ -48,39 +53,6 @@ pub struct RemoteSection {
     pub key: Option<Spanned<String>>,
     /// The local address to send from.
     pub via: Option<Spanned<String>>,
-}
-
-/// A remote server, validated.
-#[derive(Debug, Clone)]
-pub struct Remote {
-    pub name: String,
-    pub addresses: Vec<SocketAddr>,
-    pub key: Option<Arc<TsigKey>>,
-    pub via: Option<IpAddr>,
-}
-
-/// An ACL for replication: clients by network, and when `keys` is not empty,
-/// requests signed with one of them (RFC 8945) only.
-#[derive(Debug, Clone)]
-pub struct KeyedAcl {
-    pub networks: Arc<Acl>,
-    /// Lowercased key names; empty: no signature needed.
-    pub keys: Vec<Name>,
-}
-
-impl KeyedAcl {
-    /// Whether a request from `client`, signed with `key` (if any), passes.
-    pub fn allows(&self, client: IpAddr, key: Option<&Name>) -> bool {
-        if self.networks.check(client) != Access::Allow {
-            return false;
-        }
-        self.keys.is_empty() || key.is_some_and(|k| self.keys.iter().any(|want| want == k))
-    }
-}
-
-/// Whether any of `acls` allows the request (no ACL: nobody).
-pub fn any_allows(acls: &[Arc<KeyedAcl>], client: IpAddr, key: Option<&Name>) -> bool {
-    acls.iter().any(|a| a.allows(client, key))
 }
 
 /// What a zone's catalog setting makes it (RFC 9432).
