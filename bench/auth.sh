@@ -16,6 +16,8 @@
 #   DNSPERF_OUTSTANDING=500             dnsperf -q
 #   SERVER_CPU=1 GEN_CPU=0              taskset CPUs
 #   BULWARK_BIN=target/release/bulwark  (built unless NO_BUILD=1)
+#   BULWARK_BASE_BIN=...   another build, served as `bulwark_base` (add it to
+#                    SERVERS) to compare a change with its base in one run
 #   OUT=bench/RESULTS.md                where the table goes
 #   SIGNED=1         serve the zone signed by `bulwark sign` (every server,
 #                    every class); SIGN_ALG=RSASHA256 and NSEC3 as in seed 002

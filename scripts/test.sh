@@ -77,6 +77,12 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+# The rules of ARCHITECTURE.md, from the source: one-way dependencies,
+# sockets only in net, no clock or thread in a pure crate, no import cycle of
+# more than three files in the binary.
+step "architecture rules (scripts/check-architecture.py)"
+python3 scripts/check-architecture.py
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 

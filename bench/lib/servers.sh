@@ -20,6 +20,20 @@ start_bulwark() {
     SERVER_PID=$!
 }
 
+# start_bulwark_base PORT: bulwark built from another commit ($BULWARK_BASE_BIN),
+# served the same way, so that a change is measured against its base in one
+# run: with SERVERS="bulwark bulwark_base" the report's ratio columns are
+# this build over the base.
+start_bulwark_base() {
+    local port=$1 d=$WORK/bulwark_base
+    mkdir -p "$d"
+    taskset -c "$SERVER_CPU" "${BULWARK_BASE_BIN:?set BULWARK_BASE_BIN to the base build}" serve \
+        --threads "${BULWARK_THREADS:-1}" \
+        --listen "127.0.0.1:$port" --zone "$ORIGIN=$WORK/zone" \
+        --log-level warn >"$d/log" 2>&1 &
+    SERVER_PID=$!
+}
+
 start_knotd() {
     local port=$1 d=$WORK/knotd
     mkdir -p "$d/db"
