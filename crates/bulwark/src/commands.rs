@@ -323,7 +323,7 @@ fn command_list() -> String {
 }
 
 fn parse_zone(text: &str) -> Result<bulwark_proto::Name, Reply> {
-    crate::config::parse_origin(text)
+    crate::settings::parse_origin(text)
         .map_err(|e| Reply::error(format!("`{text}` is not a zone name: {e}")))
 }
 

@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use bulwark_guard::{CookieSecret, ServerCookies};
 use bulwark_net::Shutdown;
 
-use crate::defences::CookieSettings;
+use crate::settings::CookieSettings;
 
 /// `N` bytes from the kernel's CSPRNG.
 pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {

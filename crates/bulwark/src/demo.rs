@@ -4,7 +4,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
-use crate::config::{parse_origin, ZoneSpec};
+use crate::settings::{parse_origin, ZoneSpec};
 
 pub const DEMO_ORIGIN: &str = "demo.example.";
 pub const DEMO_ZONE: &str = include_str!("demo.zone");

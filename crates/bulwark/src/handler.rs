@@ -15,9 +15,9 @@ use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
 
 use crate::clock::CoarseClock;
-use crate::defences::ZoneAcls;
 use crate::diagnostics::{Event, Reporter};
 use crate::query_log::QueryLog;
+use crate::settings::ZoneAcls;
 use crate::stats::{Asked, DropReason, Fate, StatsRegistry, Told, WorkerRecorder};
 use crate::tap::{QueryTap, TapSource};
 
@@ -432,7 +432,7 @@ mod tests {
         .unwrap();
         let zones = Arc::new(crate::zones::Zones::new(None));
         let origin = "test.".parse::<bulwark_proto::Name>().unwrap();
-        zones.load(&[crate::config::ZoneSpec::from_file(origin, zone)]);
+        zones.load(&[crate::settings::ZoneSpec::from_file(origin, zone)]);
         let mut keyring = bulwark_xfr::tsig::KeyRing::new();
         keyring.insert(key);
         let clock = CoarseClock::new();
@@ -445,7 +445,7 @@ mod tests {
             rrl: None,
             cookies: None,
             clock,
-            stats: StatsRegistry::new(&crate::stats::StatsSettings { enabled: true }),
+            stats: StatsRegistry::new(&crate::settings::StatsSettings { enabled: true }),
             dnstap: None,
             query_log: false,
             replication: crate::replication::serve::ReplicationShared {

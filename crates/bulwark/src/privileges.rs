@@ -2,90 +2,15 @@
 //! (`[server] user`, `group`) once every socket is bound, so that a flaw in the
 //! query path can at worst act as that user.
 //!
-//! The user and group are looked up when the configuration is read, so a typo
-//! is a configuration error with its `FILE:LINE:COL`, not a failure after the
-//! sockets are already open.
+//! The user and group are looked up when the configuration is read
+//! (`config::server`), so a typo is a configuration error with its
+//! `FILE:LINE:COL`, not a failure after the sockets are already open.
 
 use std::path::Path;
 
-use nix::unistd::{Gid, Group, Uid, User};
-use toml::Spanned;
+use nix::unistd::{Gid, Uid};
 
-use crate::defences::Locate;
-
-/// The user and group to run as after binding, resolved to numeric ids.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunAs {
-    pub user: String,
-    /// The group named in the configuration; `None` means the user's own group.
-    pub group: Option<String>,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl RunAs {
-    /// Looks up `user` (and `group`, else the user's primary group) in the
-    /// system's user database. `None` when no user is configured or a name is
-    /// unknown (then the problem is added, naming where it was written).
-    pub fn resolve(
-        user: Option<&Spanned<String>>,
-        group: Option<&Spanned<String>>,
-        loc: &dyn Locate,
-        problems: &mut Vec<String>,
-    ) -> Option<RunAs> {
-        let Some(user) = user else {
-            if let Some(g) = group {
-                problems.push(loc.at(
-                    g.span(),
-                    "group: needs `user` too (the group is the one the user runs with)".to_string(),
-                ));
-            }
-            return None;
-        };
-        let name = user.get_ref();
-        let found = match User::from_name(name) {
-            Ok(Some(u)) => Some(u),
-            Ok(None) => {
-                problems.push(loc.at(
-                    user.span(),
-                    format!("user: no user `{name}` on this system"),
-                ));
-                None
-            }
-            Err(e) => {
-                problems.push(loc.at(user.span(), format!("user: cannot look up `{name}`: {e}")));
-                None
-            }
-        };
-        let gid = match group {
-            None => found.as_ref().map(|u| u.gid),
-            Some(g) => match Group::from_name(g.get_ref()) {
-                Ok(Some(grp)) => Some(grp.gid),
-                Ok(None) => {
-                    problems.push(loc.at(
-                        g.span(),
-                        format!("group: no group `{}` on this system", g.get_ref()),
-                    ));
-                    None
-                }
-                Err(e) => {
-                    problems.push(loc.at(
-                        g.span(),
-                        format!("group: cannot look up `{}`: {e}", g.get_ref()),
-                    ));
-                    None
-                }
-            },
-        };
-        let (found, gid) = (found?, gid?);
-        Some(RunAs {
-            user: name.clone(),
-            group: group.map(|g| g.get_ref().clone()),
-            uid: found.uid.as_raw(),
-            gid: gid.as_raw(),
-        })
-    }
-}
+use crate::settings::RunAs;
 
 /// What dropping privileges means for a process running with effective uid `current`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,62 +107,7 @@ pub fn drop_privileges(run_as: Option<&RunAs>, hand_over: &[&Path]) -> anyhow::R
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-
-    struct At;
-    impl Locate for At {
-        fn at(&self, span: std::ops::Range<usize>, message: String) -> String {
-            format!("f:{}: {message}", span.start)
-        }
-    }
-
-    fn spanned(text: &str, at: usize) -> Spanned<String> {
-        // A Spanned can only be made by deserializing; build one from TOML.
-        #[derive(serde::Deserialize)]
-        struct T {
-            v: Spanned<String>,
-        }
-        let doc = format!("{}v = \"{text}\"", " ".repeat(at));
-        toml::from_str::<T>(&doc).unwrap().v
-    }
-
-    #[test]
-    fn root_resolves_to_uid_and_gid_zero() {
-        let mut problems = Vec::new();
-        let r = RunAs::resolve(Some(&spanned("root", 0)), None, &At, &mut problems).unwrap();
-        assert!(problems.is_empty(), "{problems:?}");
-        assert_eq!((r.uid, r.gid), (0, 0));
-    }
-
-    #[test]
-    fn unknown_user_and_group_are_reported_where_written() {
-        let mut problems = Vec::new();
-        let r = RunAs::resolve(
-            Some(&spanned("no-such-user-bulwark", 3)),
-            Some(&spanned("no-such-group-bulwark", 5)),
-            &At,
-            &mut problems,
-        );
-        assert!(r.is_none());
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(
-            problems[0].starts_with("f:7: user: no user `no-such-user-bulwark`"),
-            "{problems:?}"
-        );
-        assert!(
-            problems[1].starts_with("f:9: group: no group"),
-            "{problems:?}"
-        );
-    }
-
-    #[test]
-    fn group_without_user_is_an_error() {
-        let mut problems = Vec::new();
-        assert!(RunAs::resolve(None, Some(&spanned("root", 0)), &At, &mut problems).is_none());
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].contains("group: needs `user`"), "{problems:?}");
-    }
 
     #[test]
     fn nothing_configured_is_a_no_op() {

@@ -16,7 +16,7 @@ use bulwark_dnssec::{
 };
 use bulwark_proto::{Name, Record};
 
-use crate::keystore::Pkcs11Settings;
+use crate::settings::Pkcs11Settings;
 
 /// Unix seconds now.
 pub fn unix_now() -> u64 {
@@ -419,42 +419,10 @@ pub fn validity_window(now: u64, validity: u64, inception_offset: u64) -> Signat
     }
 }
 
-/// `14d`, `2h`, `30m`, `45s`, `1w`, or plain seconds.
-pub fn parse_duration(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, ""),
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (like 14d, 2h, 30m, 45s)"))?;
-    let scale = match unit {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(format!("`{text}`: unknown unit `{unit}` (s, m, h, d, w)")),
-    };
-    value
-        .checked_mul(scale)
-        .ok_or_else(|| format!("`{text}` is too long"))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("14d"), Ok(14 * 86_400));
-        assert_eq!(parse_duration("90"), Ok(90));
-        assert_eq!(parse_duration("1w"), Ok(604_800));
-        assert!(parse_duration("3y").is_err());
-        assert!(parse_duration("h").is_err());
-    }
 
     #[test]
     fn keys_written_are_loaded_and_other_zones_skipped() {

@@ -13,10 +13,8 @@ use bulwark_dnssec::{
 };
 use bulwark_proto::{Name, Rdata, Record, Rtype};
 
-use crate::config::ZoneSigning;
-use crate::keystore::Keystore;
 use crate::parent_ds::parent_serves_ds;
-use crate::policy::DnssecPolicy;
+use crate::settings::{DnssecPolicy, Keystore, ZoneSigning};
 use crate::signing::{
     generate_key_in_token_with, generate_key_with, load_zone_keys, sign_zone, validity_window,
     write_key_state, write_zone_key, SigningRun,

@@ -9,8 +9,6 @@ pub mod counters;
 pub mod notify_out;
 pub mod secondary;
 pub mod serve;
-pub mod settings;
-pub mod zone_config;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,10 +16,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::Notify;
 
+use crate::settings::CatalogRole;
 use crate::zones::{ZoneEvent, Zones};
 use notify_out::Notifier;
 use secondary::Secondaries;
-use settings::CatalogRole;
 
 /// The background side of replication, started once the zones are loaded.
 #[derive(Debug)]

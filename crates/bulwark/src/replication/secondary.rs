@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 use super::client::{self, ClientError};
 use super::counters::{bump, COUNTERS};
-use crate::config::ZoneSpec;
+use crate::settings::ZoneSpec;
 use crate::signing::unix_now;
 use crate::zones::{Incoming, Zones};
 

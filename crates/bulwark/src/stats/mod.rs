@@ -21,36 +21,9 @@ use std::time::Instant;
 pub use bulwark_auth::Asked;
 use bulwark_auth::Transport;
 use bulwark_proto::{Opcode, Rcode};
-use serde::Deserialize;
 
-use crate::defences::Locate;
+use crate::settings::StatsSettings;
 pub use family::{Family, MetricKind, Sample, Value};
-
-/// `[statistics]` as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatisticsSection {
-    pub enabled: Option<bool>,
-}
-
-/// `[statistics]`, validated.
-#[derive(Debug, Clone)]
-pub struct StatsSettings {
-    /// Off: handlers skip counting entirely (the benchmark's baseline).
-    pub enabled: bool,
-}
-
-impl StatsSettings {
-    pub fn resolve(
-        s: &StatisticsSection,
-        _loc: &dyn Locate,
-        _problems: &mut Vec<String>,
-    ) -> StatsSettings {
-        StatsSettings {
-            enabled: s.enabled.unwrap_or(true),
-        }
-    }
-}
 
 /// Why a query got no response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

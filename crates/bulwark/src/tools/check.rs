@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use crate::zones::read_zone_file;
 
 use crate::cli::ServeArgs;
-use crate::config::{self, parse_origin};
+use crate::config;
+use crate::settings::parse_origin;
 use crate::zones::soa_serial;
 
 pub fn check_zone(origin: &str, file: &Path) -> ExitCode {

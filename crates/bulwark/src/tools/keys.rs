@@ -1,15 +1,16 @@
 //! `bulwark keys`: make a zone's keys and show them, with their DS records
-//! for the parent.
+//! for the parent; and the PKCS#11 token that `bulwark keys` and `bulwark
+//! sign` name with their flags, over a configuration file's `[pkcs11]`.
 
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail};
+use anyhow::{anyhow, bail, Context as _};
 use bulwark_dnssec::{Algorithm, DigestType, KeyRole};
 use bulwark_proto::{Name, Rdata};
 
 use crate::cli::keys::Pkcs11Args;
 use crate::cli::keys::{KeysArgs, KeysCommand, RoleArg};
-use crate::keystore::{token_settings, Pkcs11Settings};
+use crate::settings::Pkcs11Settings;
 use crate::signing::{
     generate_key, generate_key_in_token, load_zone_keys, unix_now, write_key_state, write_zone_key,
 };
@@ -57,6 +58,43 @@ pub fn token(flags: &Pkcs11Args) -> anyhow::Result<Option<Pkcs11Settings>> {
         None => None,
     };
     token_settings(flags, from_file)
+}
+
+/// The token the flags name over `from_file` (the `[pkcs11]` table of the
+/// file `--config` names, read by the caller), or `None` when neither names
+/// one.
+fn token_settings(
+    flags: &Pkcs11Args,
+    from_file: Option<Pkcs11Settings>,
+) -> anyhow::Result<Option<Pkcs11Settings>> {
+    let any_flag = flags.pkcs11_module.is_some()
+        || flags.token.is_some()
+        || flags.pin.is_some()
+        || flags.pin_file.is_some();
+    if !any_flag {
+        return Ok(from_file);
+    }
+    let module = flags
+        .pkcs11_module
+        .clone()
+        .or_else(|| from_file.as_ref().map(|s| s.module.clone()))
+        .ok_or_else(|| anyhow!("--pkcs11-module is required to use a token"))?;
+    let token_label = flags
+        .token
+        .clone()
+        .or_else(|| from_file.as_ref().map(|s| s.token_label.clone()))
+        .ok_or_else(|| anyhow!("--token is required to use a token"))?;
+    let pin = match (&flags.pin, &flags.pin_file) {
+        (Some(pin), _) => pin.clone(),
+        (None, Some(path)) => crate::config::read_pin_file(path)
+            .map_err(|e| anyhow!("{e}"))
+            .with_context(|| format!("--pin-file {}", path.display()))?,
+        (None, None) => match &from_file {
+            Some(s) => s.pin().to_owned(),
+            None => bail!("--pin or --pin-file is required to use a token"),
+        },
+    };
+    Ok(Some(Pkcs11Settings::new(module, token_label, pin)))
 }
 
 pub fn zone_name(text: &str) -> anyhow::Result<Name> {
@@ -196,4 +234,31 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn flags_alone_need_module_token_and_pin() {
+        let args = Pkcs11Args {
+            pkcs11_module: Some("/m.so".into()),
+            ..Pkcs11Args::default()
+        };
+        let err = token_settings(&args, None).unwrap_err().to_string();
+        assert!(err.contains("--token"), "{err}");
+        assert_eq!(token_settings(&Pkcs11Args::default(), None).unwrap(), None);
+        let args = Pkcs11Args {
+            pkcs11_module: Some("/m.so".into()),
+            token: Some("t".into()),
+            pin: Some("1".into()),
+            ..Pkcs11Args::default()
+        };
+        assert_eq!(
+            token_settings(&args, None).unwrap(),
+            Some(Pkcs11Settings::new("/m.so".into(), "t".into(), "1".into()))
+        );
+    }
 }

@@ -14,9 +14,9 @@ use bulwark_proto::Name;
 use bulwark_zone::printer::{print_order, write_lines};
 
 use crate::cli::sign::SignArgs;
+use crate::settings::parse_duration;
 use crate::signing::{
-    load_zone_keys, parse_duration, sign_zone, unix_now, validity_window, write_atomically_with,
-    SigningRun,
+    load_zone_keys, sign_zone, unix_now, validity_window, write_atomically_with, SigningRun,
 };
 
 fn parse_salt(text: &str) -> anyhow::Result<Vec<u8>> {

@@ -12,8 +12,8 @@ use bulwark_zone::diff_zones;
 
 use super::version::{build_lenient, serial_of, set_serial, Cause};
 use super::{ZoneEntry, ZoneEvent, ZoneOutcome, ZoneTable, Zones};
-use crate::config::ZoneSpec;
-use crate::replication::settings::{CatalogRole, ZoneReplication};
+use crate::settings::ZoneSpec;
+use crate::settings::{CatalogRole, ZoneReplication};
 use crate::signing::unix_now;
 
 /// RFC 9432 §4.1: the SOA's values are not used by consumers; these are the

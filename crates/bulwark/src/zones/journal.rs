@@ -16,7 +16,7 @@ use bulwark_store::{Commit, JournalKind, JournalLimit, Snapshot, Store, StoreErr
 use bulwark_zone::{apply_diff, Zone, ZoneDiff};
 
 use super::version::{serial_of, Cause, Version};
-use crate::config::ZoneSpec;
+use crate::settings::ZoneSpec;
 
 /// The metadata key of the last serial a zone was served with, so a signed
 /// zone's serial keeps moving forward across restarts.

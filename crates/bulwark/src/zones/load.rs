@@ -12,7 +12,7 @@ use bulwark_zone::{apply_to_zone, diff_zones, Problem, Zone};
 
 use super::version::{build_lenient, reload_serial, serial_of, set_serial, Cause};
 use super::{ZoneEntry, ZoneOutcome, ZoneTable, Zones};
-use crate::config::ZoneSpec;
+use crate::settings::ZoneSpec;
 
 impl Zones {
     /// Loads one zone in place in `table`. Returns the outcome and the new

@@ -31,7 +31,7 @@ use bulwark_store::{Store, ZoneTimers};
 use bulwark_zone::{apply_to_zone, Zone, ZoneDiff, ZoneSet};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::config::ZoneSpec;
+use crate::settings::ZoneSpec;
 use crate::signing::unix_now;
 
 pub(crate) use journal::Journal;

@@ -7,8 +7,8 @@ use bulwark_proto::Name;
 use bulwark_store::ZoneTimers;
 
 use super::{is_available, soa_serial, Zones};
-use crate::config::ZoneSpec;
-use crate::replication::settings::CatalogRole;
+use crate::settings::CatalogRole;
+use crate::settings::ZoneSpec;
 use crate::zone_signer::SignedState;
 
 /// What `ctl zone list` and `ctl zone status` show of one configured zone.

@@ -8,7 +8,7 @@ use bulwark_zone::Zone;
 
 use super::version::Cause;
 use super::{ZoneEvent, Zones};
-use crate::config::ZoneSpec;
+use crate::settings::ZoneSpec;
 use crate::signing::unix_now;
 
 impl Zones {

@@ -12,7 +12,7 @@ use bulwark_xfr::serial::serial_gt;
 use bulwark_zone::diff::soa_serial_of;
 use bulwark_zone::{diff_zones, Zone, ZoneBuilder, ZoneDiff};
 
-use crate::config::{ZoneSigning, ZoneSpec};
+use crate::settings::{ZoneSigning, ZoneSpec};
 use crate::zone_signer::{sign_for_serving, SignedState};
 
 /// What a zone bulwark signs keeps beside its served copy.

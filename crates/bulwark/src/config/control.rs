@@ -1,15 +1,42 @@
-//! `[control] mode`: the control socket file's permissions, read from the
-//! configuration.
+//! `[control]` as written: where the control socket is, and its file's
+//! permissions (`mode`), validated.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::source::Locate;
 
 /// Owner only: whoever can write to the socket can stop the server.
 pub const DEFAULT_MODE: u32 = 0o600;
+
+/// `[control]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSection {
+    pub socket: Option<String>,
+    /// Permissions of the socket file, octal (`"0600"`).
+    pub mode: Option<Spanned<String>>,
+}
+
+/// The control socket: the flag's path, else `[control] socket` (relative to
+/// the configuration file's directory), else none.
+pub fn control_socket(
+    flag: Option<&PathBuf>,
+    s: &ControlSection,
+    base_dir: &Path,
+) -> Option<PathBuf> {
+    flag.cloned()
+        .or_else(|| s.socket.as_ref().map(|p| base_dir.join(p)))
+}
 
 /// `[control] mode`, an octal string like `"0660"`: the socket file's
 /// permissions. The owner must keep read and write (the server's own user runs
 /// `ctl`); others may not write, since whoever can write can stop the server.
 pub fn resolve_mode(
-    mode: Option<&toml::Spanned<String>>,
-    loc: &dyn crate::defences::Locate,
+    mode: Option<&Spanned<String>>,
+    loc: &dyn Locate,
     problems: &mut Vec<String>,
 ) -> u32 {
     let Some(mode) = mode else {
@@ -73,7 +100,7 @@ mod tests {
     }
 
     struct At;
-    impl crate::defences::Locate for At {
+    impl Locate for At {
         fn at(&self, span: std::ops::Range<usize>, message: String) -> String {
             format!("f.toml:{}: {message}", span.start)
         }

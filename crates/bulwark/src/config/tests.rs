@@ -1,0 +1,312 @@
+//! The configuration as a whole: a file's text in, `Settings` or every
+//! problem (each at its `FILE:LINE:COL`) out.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bulwark_guard::Access;
+use bulwark_proto::Name;
+
+use super::server::DEFAULT_RESPONSE_CACHE;
+use super::source::line_col;
+use super::*;
+use crate::settings::Keystore;
+
+fn settings(text: &str) -> Result<Settings, ConfigError> {
+    let file = Path::new("/etc/bulwark/bulwark.toml");
+    let parsed = parse_file(file, text)?;
+    let src = Source { file, text };
+    resolve(
+        parsed,
+        &ServeArgs::default(),
+        &src,
+        Some(file.to_path_buf()),
+        Path::new("/etc/bulwark"),
+    )
+}
+
+#[test]
+fn line_col_counts_from_one_in_characters() {
+    assert_eq!(line_col("ab\ncdé f", 0), (1, 1));
+    assert_eq!(line_col("ab\ncdé f", 3), (2, 1));
+    assert_eq!(line_col("ab\ncdé f", 8), (2, 5));
+}
+
+#[test]
+fn unknown_key_names_file_line_and_column() {
+    let err = settings("[server]\nthreads = 2\nlisten_on = []\n").unwrap_err();
+    assert_eq!(err.problems.len(), 1);
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:3:1: "),
+        "{err}"
+    );
+    assert!(err.problems[0].contains("listen_on"), "{err}");
+}
+
+#[test]
+fn empty_file_gives_the_defaults() {
+    let s = settings("").unwrap();
+    assert_eq!(s.max_udp_payload, 1232);
+    assert_eq!(s.tcp_idle_timeout, Duration::from_secs(10));
+    assert_eq!(s.tcp_max_connections, 1000);
+    assert_eq!(s.listen.len(), 2);
+    assert!(!s.listen_given);
+    assert!(s.control_socket.is_none());
+    assert_eq!(s.chaos, ChaosIdentity::default());
+}
+
+#[test]
+fn zone_paths_are_relative_to_the_config_file() {
+    let s = settings("[[zone]]\norigin = \"Example.COM\"\nfile = \"zones/example.com.zone\"\n")
+        .unwrap();
+    assert_eq!(s.zones.len(), 1);
+    assert_eq!(s.zones[0].origin.to_string(), "example.com.");
+    assert_eq!(
+        s.zones[0].path,
+        Some(PathBuf::from("/etc/bulwark/zones/example.com.zone"))
+    );
+}
+
+#[test]
+fn duplicate_zone_names_both_places() {
+    let text = "[[zone]]\norigin = \"a.test.\"\nfile = \"a\"\n[[zone]]\norigin = \"A.test\"\nfile = \"b\"\n";
+    let err = settings(text).unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:5:10: "),
+        "{err}"
+    );
+    assert!(err.problems[0].contains("bulwark.toml:2:10"), "{err}");
+}
+
+#[test]
+fn bad_address_and_bad_origin_are_each_reported_where_they_are() {
+    let text = "[server]\nlisten = [\"127.0.0.1\"]\n[[zone]]\norigin = \"a..b\"\nfile = \"x\"\n";
+    let err = settings(text).unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:2:11: listen"),
+        "{err}"
+    );
+    assert!(
+        err.problems[1].starts_with("/etc/bulwark/bulwark.toml:4:10: origin"),
+        "{err}"
+    );
+}
+
+#[test]
+fn response_cache_size_is_bounded_and_zero_turns_it_off() {
+    assert_eq!(
+        settings("[server]\n").unwrap().response_cache,
+        DEFAULT_RESPONSE_CACHE
+    );
+    assert_eq!(
+        settings("[server]\nresponse_cache = 0\n")
+            .unwrap()
+            .response_cache,
+        0
+    );
+    let err = settings("[server]\nresponse_cache = 100000000\n").unwrap_err();
+    assert!(err.problems[0].contains(":2:18: response_cache"), "{err}");
+}
+
+#[test]
+fn small_udp_payload_is_rejected() {
+    let err = settings("[server]\nmax_udp_payload = 100\n").unwrap_err();
+    assert!(err.problems[0].contains(":2:19: max_udp_payload"), "{err}");
+}
+
+#[test]
+fn flags_replace_listen_and_add_zones() {
+    let file = Path::new("b.toml");
+    let text =
+        "[server]\nlisten = [\"127.0.0.1:53\"]\n[[zone]]\norigin = \"a.test.\"\nfile = \"a\"\n";
+    let args = ServeArgs {
+        listen: vec!["[::1]:5353".parse().unwrap()],
+        zone: vec!["b.test=/z/b".to_string()],
+        threads: Some(3),
+        ..ServeArgs::default()
+    };
+    let s = resolve(
+        parse_file(file, text).unwrap(),
+        &args,
+        &Source { file, text },
+        None,
+        Path::new(""),
+    )
+    .unwrap();
+    assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
+    assert_eq!(s.zones.len(), 2);
+    assert_eq!(s.zones[1].path, Some(PathBuf::from("/z/b")));
+    assert_eq!(s.threads, 3);
+}
+
+#[test]
+fn chaos_identity_is_off_unless_set() {
+    let s = settings("[server]\nidentity = \"ns1\"\n").unwrap();
+    assert_eq!(s.chaos.id_server.as_deref(), Some("ns1"));
+    assert_eq!(s.chaos.version, None);
+}
+
+#[test]
+fn defences_default_to_rrl_on_with_loopback_exempt_and_cookies_on() {
+    let s = settings("").unwrap();
+    assert_eq!(s.rrl.responses_per_second, 20);
+    assert_eq!(s.rrl.slip, 2);
+    assert!(s
+        .rrl
+        .exempt
+        .iter()
+        .any(|n| n.contains("127.0.0.1".parse().unwrap())));
+    assert!(s.cookies.enabled);
+    assert_eq!(s.cookies.require_for_udp_above, None);
+    assert!(s.listener_acl.is_none());
+    assert!(s.zone_acls.is_empty());
+    assert_eq!(s.nsid, None);
+}
+
+#[test]
+fn named_acl_denies_first_then_allows_only_its_list() {
+    let text = "[server]\nacl = \"inside\"\n[acl.inside]\nallow = [\"192.0.2.0/24\"]\ndeny = [\"192.0.2.7\"]\naction = \"drop\"\n";
+    let s = settings(text).unwrap();
+    let acl = s.listener_acl.unwrap();
+    assert_eq!(acl.check("192.0.2.1".parse().unwrap()), Access::Allow);
+    assert_eq!(acl.check("192.0.2.7".parse().unwrap()), Access::Drop);
+    assert_eq!(acl.check("198.51.100.1".parse().unwrap()), Access::Drop);
+}
+
+#[test]
+fn acl_with_only_deny_allows_everyone_else_and_refuses_by_default() {
+    let text = "[acl.block]\ndeny = [\"2001:db8::/32\"]\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nacl = \"block\"\n";
+    let s = settings(text).unwrap();
+    let apex: Name = "a.test.".parse().unwrap();
+    use bulwark_auth::ZoneAccess;
+    assert_eq!(
+        s.zone_acls.access(&apex, "2001:db8::1".parse().unwrap()),
+        Access::Refuse
+    );
+    assert_eq!(
+        s.zone_acls.access(&apex, "2001:db9::1".parse().unwrap()),
+        Access::Allow
+    );
+}
+
+#[test]
+fn bad_network_and_unknown_acl_name_say_where() {
+    let text = "[server]\nacl = \"nope\"\n[acl.a]\nallow = [\"10.0.0.0/33\"]\n";
+    let err = settings(text).unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:4:10: allow"),
+        "{err}"
+    );
+    assert!(
+        err.problems[1].starts_with("/etc/bulwark/bulwark.toml:2:7: acl: no [acl.nope]"),
+        "{err}"
+    );
+    assert!(err.problems[1].contains("defined: a"), "{err}");
+}
+
+#[test]
+fn rrl_and_cookies_sections_are_read() {
+    let text = "[rrl]\nresponses_per_second = 0\nslip = 1\nexempt = []\n[cookies]\nsecret = \"000102030405060708090a0b0c0d0e0f\"\nrequire_for_udp_above = 512\n";
+    let s = settings(text).unwrap();
+    assert_eq!(s.rrl.responses_per_second, 0);
+    assert_eq!(s.rrl.slip, 1);
+    assert!(s.rrl.exempt.is_empty());
+    assert_eq!(s.cookies.secret.unwrap()[15], 15);
+    assert_eq!(s.cookies.require_for_udp_above, Some(512));
+}
+
+#[test]
+fn short_cookie_secret_and_both_nsid_forms_are_errors() {
+    let text = "[server]\nnsid = \"a\"\nnsid_hex = \"61\"\n[cookies]\nsecret = \"abcd\"\n";
+    let err = settings(text).unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(
+        err.problems.iter().any(|p| p.contains(":3:12: nsid_hex")),
+        "{err}"
+    );
+    assert!(
+        err.problems.iter().any(|p| p.contains(":5:10: secret")),
+        "{err}"
+    );
+}
+
+#[test]
+fn nsid_hex_gives_raw_octets() {
+    let s = settings("[server]\nnsid_hex = \"00ff\"\n").unwrap();
+    assert_eq!(s.nsid, Some(vec![0, 255]));
+}
+
+#[test]
+fn listener_tables_add_addresses_with_their_own_acl() {
+    let text = "[server]\nlisten = [\"127.0.0.1:53\"]\nacl = \"all\"\n[acl.all]\ndeny = []\n[acl.lan]\nallow = [\"10.0.0.0/8\"]\n[[listener]]\naddress = \"10.0.0.1:53\"\nacl = \"lan\"\n[[listener]]\naddress = \"10.0.0.2:53\"\n";
+    let s = settings(text).unwrap();
+    assert_eq!(s.listen.len(), 3);
+    assert_eq!(s.listener_acls.len(), 1);
+    assert_eq!(
+        s.listener_acls[0].0,
+        "10.0.0.1:53".parse::<SocketAddr>().unwrap()
+    );
+    assert_eq!(
+        s.listener_acls[0].1.check("192.0.2.1".parse().unwrap()),
+        Access::Refuse
+    );
+    assert!(s.listener_acl.is_some());
+}
+
+#[test]
+fn listener_tables_alone_replace_the_default_addresses() {
+    let s = settings("[[listener]]\naddress = \"[::1]:5353\"\n").unwrap();
+    assert_eq!(s.listen, vec!["[::1]:5353".parse::<SocketAddr>().unwrap()]);
+    assert!(s.listen_given);
+}
+
+#[test]
+fn pkcs11_table_and_keystore_mistakes_say_where() {
+    let text = "[pkcs11]\nmodule = \"/usr/lib/softhsm/libsofthsm2.so\"\ntoken_label = \"bulwark\"\npin = \"1234\"\n[dnssec_policy.hsm]\nkeystore = \"pkcs11\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"hsm\"\n";
+    let s = settings(text).unwrap();
+    let signing = s.zones[0].signing.as_ref().unwrap();
+    let token = signing.pkcs11.as_ref().unwrap();
+    assert_eq!(token.token_label, "bulwark");
+    assert_eq!(signing.policy.keystore, Keystore::Pkcs11);
+
+    let text = "[pkcs11]\nmodule = \"/m.so\"\npin = \"1\"\npin_file = \"pin\"\n";
+    let err = settings(text).unwrap_err();
+    assert!(
+        err.problems
+            .iter()
+            .any(|p| p.contains("bulwark.toml:4:12: pin_file: give `pin` or `pin_file`")),
+        "{err}"
+    );
+    assert!(
+        err.problems
+            .iter()
+            .any(|p| p.contains("`token_label` is required")),
+        "{err}"
+    );
+
+    let text = "[dnssec_policy.hsm]\nkeystore = \"pkcs12\"\n[dnssec_policy.h2]\nkeystore = \"pkcs11\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"h2\"\n";
+    let err = settings(text).unwrap_err();
+    assert!(
+        err.problems
+            .iter()
+            .any(|p| p.contains("bulwark.toml:2:12: keystore: `pkcs12`")),
+        "{err}"
+    );
+    assert!(
+        err.problems.iter().any(|p| p
+            .contains("bulwark.toml:8:17: dnssec_policy: [dnssec_policy.h2] keeps keys in pkcs11")),
+        "{err}"
+    );
+}
+
+#[test]
+fn tcp_limits_map_from_the_server_table() {
+    let s = settings("[server]\ntcp_max_connections_per_client = 3\ntcp_max_queries_per_connection = 9\ntcp_message_timeout = 0\n").unwrap();
+    assert_eq!(s.tcp_limits.max_connections_per_client, 3);
+    assert_eq!(s.tcp_limits.max_queries_per_connection, 9);
+    assert_eq!(s.tcp_limits.message_timeout, Duration::ZERO);
+}
