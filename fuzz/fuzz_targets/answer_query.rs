@@ -85,8 +85,8 @@ fn size_limit(query: &[u8], transport: Transport, max_udp: u16) -> usize {
     }
 }
 
-fn check(query: &[u8], transport: Transport, max_udp: u16, outcome: AnswerOutcome, out: &[u8]) {
-    let AnswerOutcome::Respond { rcode, truncated } = outcome else {
+fn check(query: &[u8], transport: Transport, max_udp: u16, outcome: &AnswerOutcome, out: &[u8]) {
+    let &AnswerOutcome::Respond { rcode, truncated } = outcome else {
         return;
     };
     let limit = size_limit(query, transport, max_udp);
@@ -127,7 +127,7 @@ fuzz_target!(|data: &[u8]| {
     let mut replayed = Vec::new();
     for transport in [Transport::Udp, Transport::Tcp] {
         let outcome = answerer.answer(zones, transport, data, &mut out);
-        check(data, transport, max_udp, outcome, &out);
+        check(data, transport, max_udp, &outcome, &out);
         for round in ["filling", "replaying"] {
             let again = cached.answer(zones, transport, data, &mut replayed);
             assert_eq!(again, outcome, "{transport:?} {round}: outcome differs");
@@ -154,7 +154,7 @@ fuzz_target!(|data: &[u8]| {
                 zone_access: Some(&SplitAccess),
             };
             let outcome = answerer.answer_request(zones, &request, data, &mut out);
-            check(data, transport, max_udp, outcome, &out);
+            check(data, transport, max_udp, &outcome, &out);
             let _ = answerer.rrl_key();
         }
     }
