@@ -1,0 +1,511 @@
+//! The cache: RRsets and negative answers by owner and type, each with the
+//! time it expires and the trust it was received with.
+//!
+//! - **Trust** (RFC 2181 §5.4.1): data from an authoritative answer outranks
+//!   the authority section of one, which outranks a non-authoritative answer,
+//!   which outranks a referral's NS set, which outranks glue and other
+//!   additional data. A set is replaced only by data ranked at least as high,
+//!   or once it has expired, so glue never overwrites what a zone's own
+//!   servers said.
+//! - **TTLs** are clamped to the configured floor and cap; negative answers
+//!   live for the SOA's TTL or its MINIMUM, whichever is lower, capped
+//!   (RFC 2308 §5).
+//! - **Serve-stale** (RFC 8767): with it on, an expired entry is kept for
+//!   `max_stale_secs` more, for the engine to serve when the servers fail.
+//! - **Shared**: the edge's workers answer hits themselves
+//!   ([`Cache::answer`]); the engine writes. The map is split into shards,
+//!   each behind its own lock, held only for a lookup or an insert.
+//! - **Bounded**: each shard holds at most its part of the configured octets;
+//!   past it, expired entries go first, then the oldest inserted.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bulwark_proto::rdata::Rdata;
+use bulwark_proto::{Name, Rcode, Rtype};
+
+use crate::config::ResolverConfig;
+use crate::response::Resolution;
+use crate::rrset::RrSet;
+use crate::Millis;
+
+/// RFC 2181 §5.4.1's ranking, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Trust {
+    /// The additional section, glue included.
+    Additional,
+    /// The authority section of a referral or of a non-authoritative answer.
+    Referral,
+    /// The answer section of a non-authoritative answer (a forwarder's).
+    NonAuthAnswer,
+    /// The authority section of an authoritative answer.
+    AuthAuthority,
+    /// The answer section of an authoritative answer.
+    AuthAnswer,
+}
+
+/// What an entry holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Data {
+    Positive(RrSet),
+    /// The name exists, the type does not (RFC 2308 §2.2).
+    NoData {
+        soa: Option<RrSet>,
+    },
+    /// The name does not exist (RFC 2308 §2.1), kept under [`NXDOMAIN`].
+    NxDomain {
+        soa: Option<RrSet>,
+    },
+}
+
+/// The type under which an NXDOMAIN is kept: 0 is reserved (RFC 6895 §3.1).
+pub const NXDOMAIN: Rtype = Rtype(0);
+
+#[derive(Debug)]
+pub struct Entry {
+    pub data: Data,
+    pub expires: Millis,
+    /// When it must go even as stale data.
+    pub stale_until: Millis,
+    pub trust: Trust,
+    /// The TTL it was stored with, in milliseconds.
+    pub ttl_ms: u64,
+    /// A refresh was asked for already: one per entry, however many
+    /// workers see it near expiry.
+    refresh_claimed: AtomicBool,
+    generation: u64,
+    weight: usize,
+}
+
+/// The shortest TTL worth refreshing ahead of expiry (Unbound's prefetch
+/// leaves the shortest alone too): below it the refreshes would be most of
+/// the traffic.
+const PREFETCH_MIN_TTL_MS: u64 = 10_000;
+
+impl Entry {
+    /// In the last tenth of its TTL (and not stale): a question for it
+    /// should refresh it in the background. True once per entry.
+    fn refresh_due(&self, now: Millis) -> bool {
+        let left = self.expires.saturating_sub(now);
+        self.ttl_ms >= PREFETCH_MIN_TTL_MS
+            && left > 0
+            && left < self.ttl_ms / 10
+            && !self.refresh_claimed.swap(true, Ordering::Relaxed)
+    }
+}
+
+/// A lookup's result: the entry, and whether it is past its TTL (kept only
+/// for serve-stale).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub entry: Arc<Entry>,
+    pub stale: bool,
+}
+
+impl Found {
+    /// Seconds left of the TTL (0 when stale).
+    pub fn ttl_left(&self, now: Millis) -> u32 {
+        let left = self.entry.expires.saturating_sub(now) / 1000;
+        u32::try_from(left).unwrap_or(u32::MAX)
+    }
+}
+
+type Key = (Name, Rtype);
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<Key, Arc<Entry>>,
+    /// Insertion order, for eviction; stale items (replaced entries) are
+    /// skipped by their generation.
+    order: VecDeque<(Key, u64)>,
+    bytes: usize,
+}
+
+const SHARDS: usize = 32;
+
+/// Counters for metrics and `ctl`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    pub entries: u64,
+    pub bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub inserts: u64,
+}
+
+#[derive(Debug)]
+pub struct Cache {
+    shards: Vec<Mutex<Shard>>,
+    spare: Mutex<Shard>,
+    shard_bytes: usize,
+    ttl_min: u32,
+    ttl_max: u32,
+    negative_ttl_max: u32,
+    /// Milliseconds past expiry an entry is kept (0: none).
+    stale_ms: u64,
+    stale_answer_ttl: u32,
+    hasher: std::collections::hash_map::RandomState,
+    generation: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+    inserts: AtomicU64,
+}
+
+/// CNAME links the cache follows on its own for one answer.
+const MAX_CACHED_CHAIN: usize = 12;
+
+impl Cache {
+    pub fn new(config: &ResolverConfig) -> Cache {
+        let stale_ms = config
+            .stale
+            .map_or(0, |s| u64::from(s.max_stale_secs).saturating_mul(1000));
+        Cache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            spare: Mutex::new(Shard::default()),
+            shard_bytes: (config.cache_bytes / SHARDS).max(4096),
+            ttl_min: config.ttl_min,
+            ttl_max: config.ttl_max.max(config.ttl_min),
+            negative_ttl_max: config.negative_ttl_max,
+            stale_ms,
+            stale_answer_ttl: config.stale.map_or(30, |s| s.stale_answer_ttl),
+            hasher: std::collections::hash_map::RandomState::new(),
+            generation: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            inserts: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+        let hash = self.hasher.hash_one(key);
+        let i = usize::try_from(hash.checked_rem(SHARDS as u64).unwrap_or(0)).unwrap_or(0);
+        // `shards` has SHARDS entries, so `spare` is never used; it keeps the
+        // lookup free of a panicking index. A panic while a shard was locked
+        // leaves its map whole (each change is one insert or removal): go on
+        // with it.
+        self.shards
+            .get(i)
+            .unwrap_or(&self.spare)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The entry for `name` and `rtype`: fresh, or stale if `allow_stale`.
+    pub fn get(&self, name: &Name, rtype: Rtype, now: Millis, allow_stale: bool) -> Option<Found> {
+        let key = (name.to_lowercase(), rtype);
+        let shard = self.shard(&key);
+        let entry = shard.map.get(&key)?;
+        if entry.expires > now {
+            return Some(Found {
+                entry: Arc::clone(entry),
+                stale: false,
+            });
+        }
+        (allow_stale && entry.stale_until > now).then(|| Found {
+            entry: Arc::clone(entry),
+            stale: true,
+        })
+    }
+
+    /// A fresh positive RRset.
+    pub fn rrset(&self, name: &Name, rtype: Rtype, now: Millis) -> Option<(RrSet, u32)> {
+        let found = self.get(name, rtype, now, false)?;
+        match &found.entry.data {
+            Data::Positive(set) => Some((set.clone(), found.ttl_left(now))),
+            _ => None,
+        }
+    }
+
+    /// The fresh A and AAAA addresses held for `name`.
+    pub fn addresses(&self, name: &Name, now: Millis) -> Vec<IpAddr> {
+        let mut out = Vec::new();
+        for t in [Rtype::A, Rtype::AAAA] {
+            if let Some((set, _)) = self.rrset(name, t, now) {
+                out.extend(set.addresses());
+            }
+        }
+        out
+    }
+
+    /// Whether `name`'s address lookups are already answered (with data or
+    /// with a negative answer) for both types.
+    pub fn addresses_known(&self, name: &Name, now: Millis) -> bool {
+        if self.get(name, NXDOMAIN, now, false).is_some() {
+            return true;
+        }
+        [Rtype::A, Rtype::AAAA]
+            .iter()
+            .all(|t| self.get(name, *t, now, false).is_some())
+    }
+
+    /// The closest enclosing zone cut whose NS set is held: the set and its
+    /// owner, walking up from `name` (not above `floor`, when given).
+    pub fn closest_ns(&self, name: &Name, now: Millis) -> Option<RrSet> {
+        let mut at = Some(name.to_lowercase());
+        while let Some(n) = at {
+            if let Some((set, _)) = self.rrset(&n, Rtype::NS, now) {
+                return Some(set);
+            }
+            at = n.parent();
+        }
+        None
+    }
+
+    /// Keeps `set`, received with `trust`, unless a fresh set ranked higher
+    /// is held. The TTL is clamped to the configured bounds.
+    pub fn insert_rrset(&self, set: RrSet, trust: Trust, now: Millis) {
+        let ttl = set.ttl.clamp(self.ttl_min, self.ttl_max);
+        let key = (set.owner.to_lowercase(), set.rtype);
+        self.insert(key, Data::Positive(set), ttl, trust, now);
+    }
+
+    /// Keeps a negative answer for `name` (and `rtype` for NODATA). Its TTL
+    /// is the SOA's TTL or MINIMUM, the lower, capped (RFC 2308 §5); with no
+    /// SOA, nothing is kept (RFC 2308 §5: "SHOULD NOT be cached").
+    pub fn insert_negative(
+        &self,
+        name: &Name,
+        rtype: Option<Rtype>,
+        soa: Option<RrSet>,
+        trust: Trust,
+        now: Millis,
+    ) {
+        let Some(ttl) = soa.as_ref().and_then(negative_ttl) else {
+            return;
+        };
+        let ttl = ttl.min(self.negative_ttl_max);
+        let (key, data) = match rtype {
+            None => ((name.to_lowercase(), NXDOMAIN), Data::NxDomain { soa }),
+            Some(t) => ((name.to_lowercase(), t), Data::NoData { soa }),
+        };
+        self.insert(key, data, ttl, trust, now);
+    }
+
+    fn insert(&self, key: Key, data: Data, ttl: u32, trust: Trust, now: Millis) {
+        let expires = now.saturating_add(u64::from(ttl).saturating_mul(1000));
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let weight = match &data {
+            Data::Positive(s) => s.weight(),
+            Data::NoData { soa } | Data::NxDomain { soa } => soa.as_ref().map_or(64, RrSet::weight),
+        }
+        .saturating_add(key.0.wire_len());
+        let entry = Arc::new(Entry {
+            data,
+            expires,
+            stale_until: expires.saturating_add(self.stale_ms),
+            trust,
+            ttl_ms: u64::from(ttl).saturating_mul(1000),
+            refresh_claimed: AtomicBool::new(false),
+            generation,
+            weight,
+        });
+        let mut shard = self.shard(&key);
+        if let Some(old) = shard.map.get(&key) {
+            // RFC 2181 §5.4.1: lower-ranked data never replaces fresh
+            // higher-ranked data.
+            if old.expires > now && old.trust > trust {
+                return;
+            }
+        }
+        if let Some(old) = shard.map.insert(key.clone(), entry) {
+            shard.bytes = shard.bytes.saturating_sub(old.weight);
+        }
+        shard.bytes = shard.bytes.saturating_add(weight);
+        shard.order.push_back((key, generation));
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        let evicted = evict(&mut shard, self.shard_bytes, now);
+        if evicted > 0 {
+            self.evictions.fetch_add(evicted, Ordering::Relaxed);
+        }
+    }
+
+    /// The answer the cache alone gives to `qname`/`qtype`: a CNAME chain
+    /// followed as far as it is held, ending in data, NODATA or NXDOMAIN.
+    /// `None` when any link is missing (the engine must ask). With
+    /// `allow_stale`, expired data kept for serve-stale counts too, and the
+    /// answer says so.
+    pub fn answer(
+        &self,
+        qname: &Name,
+        qtype: Rtype,
+        now: Millis,
+        allow_stale: bool,
+    ) -> Option<Resolution> {
+        let result = self.answer_inner(qname, qtype, now, allow_stale);
+        let counter = if result.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    fn answer_inner(
+        &self,
+        qname: &Name,
+        qtype: Rtype,
+        now: Millis,
+        allow_stale: bool,
+    ) -> Option<Resolution> {
+        let mut answer = Vec::new();
+        let mut name = qname.clone();
+        let mut stale = false;
+        let mut due = false;
+        for _ in 0..MAX_CACHED_CHAIN {
+            let ttl_of = |f: &Found| {
+                if f.stale {
+                    self.stale_answer_ttl
+                } else {
+                    f.ttl_left(now)
+                }
+            };
+            if let Some(found) = self.get(&name, NXDOMAIN, now, allow_stale) {
+                stale |= found.stale;
+                let ttl = ttl_of(&found);
+                if let Data::NxDomain { soa } = &found.entry.data {
+                    due |= found.entry.refresh_due(now);
+                    let r = Resolution::negative(Rcode::NXDOMAIN, answer, soa, ttl);
+                    return Some(r.stale(stale).refresh_due(due));
+                }
+            }
+            if let Some(found) = self.get(&name, qtype, now, allow_stale) {
+                stale |= found.stale;
+                let ttl = ttl_of(&found);
+                due |= found.entry.refresh_due(now);
+                match &found.entry.data {
+                    Data::Positive(set) => {
+                        answer.push(with_ttl(set, ttl));
+                        return Some(Resolution::answer(answer).stale(stale).refresh_due(due));
+                    }
+                    Data::NoData { soa } => {
+                        let r = Resolution::negative(Rcode::NOERROR, answer, soa, ttl);
+                        return Some(r.stale(stale).refresh_due(due));
+                    }
+                    Data::NxDomain { .. } => {}
+                }
+            }
+            if qtype == Rtype::CNAME {
+                return None;
+            }
+            let found = self.get(&name, Rtype::CNAME, now, allow_stale)?;
+            stale |= found.stale;
+            due |= found.entry.refresh_due(now);
+            let ttl = ttl_of(&found);
+            let Data::Positive(set) = &found.entry.data else {
+                return None;
+            };
+            let target = set.target_names().into_iter().next()?;
+            answer.push(with_ttl(set, ttl));
+            name = target;
+        }
+        None
+    }
+
+    /// Forgets `name`'s entries of every type.
+    pub fn flush_name(&self, name: &Name) -> usize {
+        let name = name.to_lowercase();
+        self.retain(|key| key.0 != name)
+    }
+
+    /// Forgets every entry at or below `zone`.
+    pub fn flush_zone(&self, zone: &Name) -> usize {
+        let zone = zone.to_lowercase();
+        self.retain(|key| !key.0.ends_with(&zone))
+    }
+
+    pub fn flush_all(&self) -> usize {
+        self.retain(|_| false)
+    }
+
+    fn retain(&self, keep: impl Fn(&Key) -> bool) -> usize {
+        let mut removed = 0usize;
+        for m in &self.shards {
+            let mut shard = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = shard.map.len();
+            let mut freed = 0usize;
+            shard.map.retain(|k, e| {
+                let k_keep = keep(k);
+                if !k_keep {
+                    freed = freed.saturating_add(e.weight);
+                }
+                k_keep
+            });
+            shard.bytes = shard.bytes.saturating_sub(freed);
+            removed = removed.saturating_add(before.saturating_sub(shard.map.len()));
+        }
+        removed
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for m in &self.shards {
+            let shard = m.lock().unwrap_or_else(PoisonError::into_inner);
+            entries = entries.saturating_add(u64::try_from(shard.map.len()).unwrap_or(u64::MAX));
+            bytes = bytes.saturating_add(u64::try_from(shard.bytes).unwrap_or(u64::MAX));
+        }
+        CacheStats {
+            entries,
+            bytes,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            inserts: self.inserts.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Removes entries until the shard fits: expired ones found on the way, then
+/// the oldest inserted. Returns how many went.
+fn evict(shard: &mut Shard, limit: usize, now: Millis) -> u64 {
+    let mut evicted = 0u64;
+    while shard.bytes > limit {
+        let Some((key, generation)) = shard.order.pop_front() else {
+            break;
+        };
+        let current = shard
+            .map
+            .get(&key)
+            .is_some_and(|e| e.generation == generation);
+        if !current {
+            continue;
+        }
+        if let Some(old) = shard.map.remove(&key) {
+            shard.bytes = shard.bytes.saturating_sub(old.weight);
+            if old.stale_until > now {
+                evicted = evicted.saturating_add(1);
+            }
+        }
+    }
+    // Replaced entries leave their old places in the queue; keep it from
+    // growing past a few times the map.
+    if shard.order.len() > shard.map.len().saturating_mul(4).saturating_add(64) {
+        let map = &shard.map;
+        shard
+            .order
+            .retain(|(k, g)| map.get(k).is_some_and(|e| e.generation == *g));
+    }
+    evicted
+}
+
+/// RFC 2308 §5: a negative answer lives for the SOA's TTL or its MINIMUM,
+/// the lower.
+fn negative_ttl(soa: &RrSet) -> Option<u32> {
+    let minimum = soa.typed().find_map(|r| match r {
+        Rdata::Soa(s) => Some(s.minimum),
+        _ => None,
+    })?;
+    Some(soa.ttl.min(minimum))
+}
+
+fn with_ttl(set: &RrSet, ttl: u32) -> RrSet {
+    let mut s = set.clone();
+    s.ttl = ttl;
+    s
+}

@@ -1,0 +1,250 @@
+//! What a server's response says about the question it was asked, and which
+//! of its records may be believed.
+//!
+//! The bailiwick rule: a server asked as a server of zone Z is believed only
+//! for names at or below Z (RFC 2181 §5.4.1, and the defence against the
+//! poisoning that in-response data for other zones allowed). Records outside
+//! it are dropped here, before anything reaches the cache; a CNAME chain that
+//! leaves the bailiwick is followed by asking again. A forwarder, asked to
+//! recurse, is believed for any name.
+
+use std::collections::HashMap;
+
+use bulwark_proto::message::RecordView;
+use bulwark_proto::rdata::Rdata;
+use bulwark_proto::wire::Reader;
+use bulwark_proto::{MessageView, Name, Rcode, Rtype};
+
+use crate::rrset::{expanded_rdata, RrSet};
+
+/// Who was asked what.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub qname: &'a Name,
+    pub qtype: Rtype,
+    /// The zone the server was asked as a server of: its bailiwick.
+    pub zone: &'a Name,
+    /// Asked to recurse (a forwarder): believed for any name.
+    pub forwarding: bool,
+}
+
+/// What the response says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// The data asked for, after `chain` (CNAMEs, DNAMEs and the CNAMEs they
+    /// synthesise, all within the bailiwick).
+    Answer {
+        chain: Vec<RrSet>,
+        data: RrSet,
+        authoritative: bool,
+        /// For NS data (a priming answer, or a minimised query's zone cut):
+        /// the targets' addresses within the bailiwick.
+        glue: Vec<RrSet>,
+    },
+    /// A chain whose end this server did not answer (outside its bailiwick,
+    /// or simply not included): ask again for `target`.
+    Cname {
+        chain: Vec<RrSet>,
+        target: Box<Name>,
+        authoritative: bool,
+    },
+    /// A delegation to `zone`, below the zone asked: its NS set and the glue
+    /// within the bailiwick.
+    Referral {
+        zone: Box<Name>,
+        ns: RrSet,
+        glue: Vec<RrSet>,
+    },
+    /// The name at the end of `chain` does not exist (RFC 2308 §2.1).
+    NxDomain {
+        chain: Vec<RrSet>,
+        soa: Option<RrSet>,
+    },
+    /// The name exists without the type (RFC 2308 §2.2).
+    NoData {
+        chain: Vec<RrSet>,
+        soa: Option<RrSet>,
+    },
+    /// The server has no authority for the zone (or says nothing useful).
+    Lame(&'static str),
+    /// An error rcode: another server may do better.
+    Failure(Rcode),
+}
+
+/// DNAME synthesis is refused past this many labels of result (RFC 6672
+/// §2.2's YXDOMAIN case: the new name would be too long).
+const MAX_CHAIN: usize = 16;
+
+/// Reads `view`, the response to `asked`.
+pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
+    let msg = view.as_bytes();
+    let header = view.header();
+    let rcode = view.rcode();
+    if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
+        return Kind::Failure(rcode);
+    }
+    let believed = |owner: &Name| asked.forwarding || owner.ends_with(asked.zone);
+    let answers = rrsets(msg, view.answers(), &believed);
+    let authoritative = header.flags.aa || asked.forwarding;
+
+    // Follow the chain from the question through what the answer holds.
+    let mut chain: Vec<RrSet> = Vec::new();
+    let mut name = asked.qname.to_lowercase();
+    for _ in 0..MAX_CHAIN {
+        if let Some(data) = answers.get(&(name.clone(), asked.qtype)) {
+            let glue = if data.rtype == Rtype::NS {
+                glue(msg, view, data, &believed)
+            } else {
+                Vec::new()
+            };
+            return Kind::Answer {
+                chain,
+                data: data.clone(),
+                authoritative,
+                glue,
+            };
+        }
+        if asked.qtype == Rtype::CNAME {
+            break;
+        }
+        if let Some(cname) = answers.get(&(name.clone(), Rtype::CNAME)) {
+            let Some(target) = cname.target_names().into_iter().next() else {
+                break;
+            };
+            chain.push(cname.clone());
+            name = target.to_lowercase();
+            continue;
+        }
+        if let Some((dname, synthesised)) = dname_for(&answers, &name) {
+            let Some(target) = synthesised.target_names().into_iter().next() else {
+                break;
+            };
+            chain.push(dname);
+            chain.push(synthesised);
+            name = target.to_lowercase();
+            continue;
+        }
+        break;
+    }
+
+    let authority = rrsets(msg, view.authority(), &believed);
+    let soa = authority
+        .values()
+        .find(|s| s.rtype == Rtype::SOA && name.ends_with(&s.owner))
+        .cloned();
+    if rcode == Rcode::NXDOMAIN {
+        return Kind::NxDomain { chain, soa };
+    }
+    // A delegation: an NS set for a zone strictly below the one asked, at or
+    // above the name sought (RFC 1034 §4.3.2 step 3b).
+    let referral = authority
+        .values()
+        .filter(|s| s.rtype == Rtype::NS)
+        .filter(|s| name.ends_with(&s.owner))
+        .filter(|s| asked.forwarding || s.owner.label_count() > asked.zone.label_count())
+        .max_by_key(|s| s.owner.label_count())
+        .cloned();
+    if let (Some(ns), false) = (&referral, header.flags.aa || asked.forwarding) {
+        if chain.is_empty() {
+            let glue = glue(msg, view, ns, &believed);
+            return Kind::Referral {
+                zone: Box::new(ns.owner.to_lowercase()),
+                ns: ns.clone(),
+                glue,
+            };
+        }
+    }
+    if !chain.is_empty() {
+        return Kind::Cname {
+            chain,
+            target: Box::new(name),
+            authoritative,
+        };
+    }
+    if soa.is_some() || header.flags.aa {
+        return Kind::NoData { chain, soa };
+    }
+    if authority
+        .values()
+        .any(|s| s.rtype == Rtype::NS && asked.zone.ends_with(&s.owner))
+    {
+        return Kind::Lame("a referral to the zone asked, or above it");
+    }
+    Kind::Lame("neither data, nor a negative answer, nor a referral")
+}
+
+/// The answer's DNAME covering `name` (its owner a proper ancestor), with the
+/// CNAME it synthesises (RFC 6672 §3.1).
+fn dname_for(answers: &HashMap<(Name, Rtype), RrSet>, name: &Name) -> Option<(RrSet, RrSet)> {
+    let mut at = name.parent();
+    while let Some(owner) = at {
+        if let Some(dname) = answers.get(&(owner.clone(), Rtype::DNAME)) {
+            let target = dname.target_names().into_iter().next()?;
+            let new = name.replace_suffix(&owner, &target)?.ok()?;
+            let mut cname = RrSet::new(name.clone(), Rtype::CNAME, dname.ttl);
+            cname.push(Rdata::Cname(new).to_wire(), dname.ttl);
+            return Some((dname.clone(), cname));
+        }
+        at = owner.parent();
+    }
+    None
+}
+
+/// The A and AAAA records of the additional section for the NS set's
+/// targets, within the bailiwick (glue for names outside it is what
+/// poisoning used to ride in on).
+fn glue(
+    msg: &[u8],
+    view: &MessageView<'_>,
+    ns: &RrSet,
+    believed: &dyn Fn(&Name) -> bool,
+) -> Vec<RrSet> {
+    let targets: Vec<Name> = ns.target_names().iter().map(Name::to_lowercase).collect();
+    rrsets(msg, view.additional(), believed)
+        .into_values()
+        .filter(|s| s.rtype == Rtype::A || s.rtype == Rtype::AAAA)
+        .filter(|s| targets.contains(&s.owner))
+        .collect()
+}
+
+/// The section's records gathered into RRsets by lowercased owner and type,
+/// keeping only owners `believed` and class IN (RFC 2181 §5: an RRset is
+/// the records of one owner, class and type).
+fn rrsets<'a>(
+    msg: &[u8],
+    records: impl Iterator<Item = RecordView<'a>>,
+    believed: &dyn Fn(&Name) -> bool,
+) -> HashMap<(Name, Rtype), RrSet> {
+    let mut sets: HashMap<(Name, Rtype), RrSet> = HashMap::new();
+    for r in records {
+        if r.class != bulwark_proto::Class::IN || r.rtype == Rtype::OPT || r.rtype == Rtype::TSIG {
+            continue;
+        }
+        let owner = r.owner.to_lowercase();
+        if !believed(&owner) {
+            continue;
+        }
+        let Some(data) = expanded_rdata(msg, &r) else {
+            continue;
+        };
+        sets.entry((owner.clone(), r.rtype))
+            .or_insert_with(|| RrSet::new(owner, r.rtype, r.ttl))
+            .push(data, r.ttl);
+    }
+    sets
+}
+
+/// The NS targets of a set, as names.
+pub fn ns_names(ns: &RrSet) -> Vec<Name> {
+    ns.typed()
+        .filter_map(|r| match r {
+            Rdata::Ns(n) => Some(n.to_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Reads one name out of an rdata (for tests and tools).
+pub fn read_name(data: &[u8]) -> Option<Name> {
+    Name::read(&mut Reader::new(data)).ok()
+}

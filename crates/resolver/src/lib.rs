@@ -1,0 +1,79 @@
+//! Recursive and forwarding resolution as a sans-I/O engine, shaped like
+//! quinn-proto: the edge hands it client questions ([`Resolver::handle_query`]),
+//! the answers of the servers it asked ([`Resolver::handle_response`]) and the
+//! passing of time ([`Resolver::handle_timeout`]); it hands back the queries to
+//! send ([`Resolver::poll_transmit`]), the answers for clients
+//! ([`Resolver::poll_answer`]) and when to wake it next
+//! ([`Resolver::poll_timeout`]). It never opens a socket, reads the clock or
+//! starts a thread: `now` (Unix milliseconds) and randomness are arguments.
+//!
+//! The pieces, each in its own module:
+//! - [`cache`]: RRsets and negative answers with their TTLs and trust rank
+//!   (RFC 2181 §5.4.1), shared with the edge's workers, which answer cache
+//!   hits without the engine ([`cache::Cache::answer`]);
+//! - [`infra`]: what is known of each server: smoothed RTT, time-outs and
+//!   back-off, lameness per zone, EDNS support;
+//! - [`classify`]: what a server's response says (an answer, a CNAME, a
+//!   referral, NXDOMAIN, NODATA, lameness), with out-of-bailiwick records
+//!   scrubbed;
+//! - `task`: one question's resolution, step by step: the closest known zone
+//!   cut, QNAME minimisation (RFC 9156), the servers' addresses, the query,
+//!   the response;
+//! - [`engine`]: the tasks, their exchanges, identical questions shared, the
+//!   budgets that bound what one client question may cost;
+//! - [`response`]: the answer a client gets, written into a buffer.
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+pub mod cache;
+pub mod classify;
+pub mod config;
+pub mod engine;
+pub mod infra;
+pub mod response;
+pub mod rrset;
+mod task;
+mod upstream;
+
+pub use cache::{Cache, CacheStats, Trust};
+pub use config::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
+pub use engine::{
+    Answer, ClientQuestion, ClientToken, ExchangeError, ExchangeId, Randomness, Resolver, Transmit,
+    Transport,
+};
+pub use response::{write_response, Resolution};
+pub use rrset::RrSet;
+
+/// Unix time in milliseconds, as the edge's clock gives it.
+pub type Millis = u64;
+
+/// RFC 8914 §4: the Extended DNS Error info codes the resolver gives.
+pub mod ede {
+    /// Other: a failure no other code names (the text says which).
+    pub const OTHER: u16 = 0;
+    /// An answer served from stale cache data (RFC 8767).
+    pub const STALE_ANSWER: u16 = 3;
+    /// A cached failure repeated without asking again.
+    pub const CACHED_ERROR: u16 = 13;
+    /// The client is not allowed to ask.
+    pub const PROHIBITED: u16 = 18;
+    /// A stale NXDOMAIN (RFC 8767).
+    pub const STALE_NXDOMAIN: u16 = 19;
+    /// Every server of a zone answered without authority (lame).
+    pub const NOT_AUTHORITATIVE: u16 = 20;
+    /// No server of a zone could be reached.
+    pub const NO_REACHABLE_AUTHORITY: u16 = 22;
+    /// The servers' answers could not be used (malformed, or refusals).
+    pub const NETWORK_ERROR: u16 = 23;
+    /// A server's answer made no sense (a referral that goes nowhere).
+    pub const INVALID_DATA: u16 = 24;
+}

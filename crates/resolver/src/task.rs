@@ -1,0 +1,895 @@
+//! One question's resolution, step by step (RFC 1034 §5.3.3, RFC 9156).
+//!
+//! A step: is the answer in the cache? If not, which zone cut is the closest
+//! one known (a forward zone, a cached NS set, or the root hints)? Which of
+//! its servers' addresses are known, and which must be looked up first? Which
+//! name to ask (the next label only, with QNAME minimisation)? Then one
+//! query, and on its response the cache learns what may be believed and the
+//! task moves: an answer ends it, a CNAME restarts it at the target, a
+//! referral moves it one zone down, a lame or failing server sends it to the
+//! next server.
+
+use std::net::{IpAddr, SocketAddr};
+
+use bulwark_proto::{MessageView, Name, Rcode, Rtype};
+
+use crate::cache::Trust;
+use crate::classify::{classify, ns_names, Asked, Kind};
+use crate::engine::{ClientToken, ExchangeError, Outstanding, Resolver, Transmit, Transport};
+use crate::infra::EdnsSupport;
+use crate::response::Resolution;
+use crate::rrset::RrSet;
+use crate::upstream::{self, Query};
+use crate::{ede, Millis};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TaskId(pub u64);
+
+/// What a client question has spent, its lookups included.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub queries: u32,
+    pub referrals: u32,
+    pub lookups: u32,
+    pub hops: u32,
+}
+
+/// The zone whose servers are asked next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cut {
+    pub zone: Name,
+    /// Its NS targets, whose addresses come from the cache.
+    pub ns_names: Vec<Name>,
+    /// Servers given directly (root hints, forwarders).
+    pub servers: Vec<SocketAddr>,
+    /// The servers are resolvers we forward to (RD set, any name believed).
+    pub forwarders: bool,
+    /// The root, from the hints: not primed yet.
+    pub from_hints: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Task {
+    pub id: TaskId,
+    pub qname: Name,
+    pub qtype: Rtype,
+    pub budget: u64,
+    pub depth: u32,
+    /// The questions whose resolution led here (address lookups of name
+    /// servers of …): asking any of them again would wait on itself.
+    pub ancestors: Vec<(Name, Rtype)>,
+    pub deadline: Millis,
+    pub clients: Vec<ClientToken>,
+    pub waiters: Vec<TaskId>,
+    /// The name being resolved now: `qname`, or the end of `chain`.
+    pub current: Name,
+    pub chain: Vec<RrSet>,
+    pub cut: Option<Cut>,
+    /// Labels of the next minimised query, when one answered NODATA (an
+    /// empty non-terminal, or a name that is no zone cut).
+    pub qmin_labels: Option<usize>,
+    /// Minimisation given up for this task (a server broke on it, RFC 9156
+    /// §2.3's relaxed fallback).
+    pub qmin_off: bool,
+    /// Servers asked in this cut since it was reached.
+    pub tried: Vec<IpAddr>,
+    pub lookups_pending: u32,
+    pub looked_up: Vec<Name>,
+    pub primed: bool,
+    /// Every forwarder failed and the zone falls back to iteration.
+    pub forward_failed: bool,
+    /// What went wrong last, for the SERVFAIL's Extended DNS Error.
+    pub last_error: Option<(u16, &'static str)>,
+    /// When the waiting clients get stale data if there is some (RFC 8767
+    /// §5's client response timer); `None` once done or without
+    /// serve-stale.
+    pub stale_at: Option<Millis>,
+    /// A background refresh (prefetch): no client waits for it.
+    pub refresh: bool,
+}
+
+impl Task {
+    pub(crate) fn new(
+        id: TaskId,
+        qname: Name,
+        qtype: Rtype,
+        budget: u64,
+        depth: u32,
+        ancestors: Vec<(Name, Rtype)>,
+        deadline: Millis,
+    ) -> Task {
+        Task {
+            id,
+            current: qname.clone(),
+            qname,
+            qtype,
+            budget,
+            depth,
+            ancestors,
+            deadline,
+            clients: Vec::new(),
+            waiters: Vec::new(),
+            chain: Vec::new(),
+            cut: None,
+            qmin_labels: None,
+            qmin_off: false,
+            tried: Vec::new(),
+            lookups_pending: 0,
+            looked_up: Vec::new(),
+            primed: false,
+            forward_failed: false,
+            last_error: None,
+            stale_at: None,
+            refresh: false,
+        }
+    }
+
+    fn failure(&self) -> (u16, &'static str) {
+        self.last_error.unwrap_or((
+            ede::NO_REACHABLE_AUTHORITY,
+            "no server of the zone answered",
+        ))
+    }
+}
+
+/// What a step leaves the task doing.
+enum Step {
+    /// Waiting for a response or for lookups.
+    Wait,
+    /// Go on at once (the response moved it along).
+    Continue,
+    Done(Resolution),
+    Fail(u16, &'static str),
+}
+
+/// The port name servers listen on (RFC 1035 §4.2).
+const DNS_PORT: u16 = 53;
+/// Address lookups a task starts at once: enough to find a server without
+/// fanning out (NXNSAttack sends referrals with many NS names and no glue).
+const LOOKUPS_AT_ONCE: u32 = 2;
+
+impl Resolver {
+    /// Runs task `id` until it waits or ends.
+    pub(crate) fn advance(&mut self, id: TaskId, now: Millis) {
+        let Some(mut task) = self.tasks.remove(&id) else {
+            return;
+        };
+        let step = self.step(&mut task, now);
+        self.settle(task, step, now);
+    }
+
+    fn settle(&mut self, task: Task, step: Step, now: Millis) {
+        let id = task.id;
+        self.tasks.insert(id, task);
+        match step {
+            Step::Wait => {}
+            Step::Continue => self.ready.push_back(id),
+            Step::Done(r) => self.finish(id, r, now),
+            Step::Fail(code, text) => self.fail(id, code, text, now),
+        }
+    }
+
+    fn step(&mut self, task: &mut Task, now: Millis) -> Step {
+        if task.deadline <= now {
+            return Step::Fail(ede::NO_REACHABLE_AUTHORITY, "resolution timed out");
+        }
+        // A refresh asks the servers even though the cache still holds the
+        // answer (that is what it is for); once it has moved on (a CNAME's
+        // target), the cache is used as usual.
+        let use_cache = !(task.refresh && task.chain.is_empty());
+        let cached = if use_cache {
+            self.cache.answer(&task.current, task.qtype, now, false)
+        } else {
+            None
+        };
+        if let Some(mut r) = cached {
+            let mut answer = task.chain.clone();
+            answer.append(&mut r.answer);
+            r.answer = answer;
+            return Step::Done(r);
+        }
+        let forward = if task.forward_failed {
+            None
+        } else {
+            self.config.forward_for(&task.current).cloned()
+        };
+        let stale_cut = task.cut.as_ref().is_none_or(|c| {
+            !task.current.ends_with(&c.zone) || (forward.is_some() != c.forwarders)
+        });
+        if stale_cut {
+            task.cut = Some(self.find_cut(task, forward.as_ref(), now));
+            task.tried.clear();
+            task.qmin_labels = None;
+        }
+        let Some(cut) = task.cut.clone() else {
+            return Step::Fail(ede::OTHER, "no zone cut");
+        };
+        if cut.from_hints && !task.primed {
+            task.primed = true;
+            // Every other question waits for one priming (RFC 8109), as
+            // name server lookups are shared: a burst of questions at start
+            // sends one priming query, not one each.
+            if !(task.current.is_root() && task.qtype == Rtype::NS) {
+                // Afterwards the cut is found again: the primed root NS set,
+                // or the hints once more if priming failed.
+                task.cut = None;
+                if self.wait_for(task, Name::root(), Rtype::NS, now) {
+                    return Step::Wait;
+                }
+                return Step::Continue;
+            }
+            if let Some(server) = self.pick(&cut.servers, &cut.servers, &cut.zone, task, now) {
+                let query = Query {
+                    name: Name::root(),
+                    rtype: Rtype::NS,
+                    recursion_desired: false,
+                    edns: self.infra.edns(server.ip()) != EdnsSupport::Broken,
+                    udp_payload: self.config.udp_payload,
+                    cookie_retry: false,
+                };
+                return self.send(task, server, query, Transport::Udp, now);
+            }
+        }
+        let servers = self.servers_of(&cut, now);
+        let Some(server) = self.pick(&servers, &cut.servers, &cut.zone, task, now) else {
+            if self.start_lookups(task, &cut, now) {
+                return Step::Wait;
+            }
+            if cut.forwarders && forward.as_ref().is_some_and(|f| f.fallback_to_iteration) {
+                task.forward_failed = true;
+                task.cut = None;
+                return Step::Continue;
+            }
+            let (code, text) = task.failure();
+            return Step::Fail(code, text);
+        };
+        let (name, rtype) = self.query_for(task, &cut);
+        let query = Query {
+            name,
+            rtype,
+            recursion_desired: cut.forwarders,
+            edns: self.infra.edns(server.ip()) != EdnsSupport::Broken,
+            udp_payload: self.config.udp_payload,
+            cookie_retry: false,
+        };
+        self.send(task, server, query, Transport::Udp, now)
+    }
+
+    /// The closest zone cut known for the task's current name: a forward
+    /// zone, a cached NS set, or the root from the hints. A DS set lives in
+    /// the parent (RFC 4035 §4.2), so for DS the search starts one label up.
+    fn find_cut(
+        &self,
+        task: &Task,
+        forward: Option<&crate::config::ForwardZone>,
+        now: Millis,
+    ) -> Cut {
+        if let Some(f) = forward {
+            return Cut {
+                zone: f.zone.clone(),
+                ns_names: Vec::new(),
+                servers: f.addresses.clone(),
+                forwarders: true,
+                from_hints: false,
+            };
+        }
+        let start = if task.qtype == Rtype::DS {
+            task.current.parent().unwrap_or_else(Name::root)
+        } else {
+            task.current.clone()
+        };
+        let cached = self.cache.closest_ns(&start, now);
+        // A stub zone's servers, unless the cache knows a cut below it
+        // (learned from them).
+        if let Some(stub) = self.config.stub_for(&start) {
+            let deeper = cached
+                .as_ref()
+                .is_some_and(|ns| ns.owner.is_below(&stub.zone));
+            if !deeper {
+                return Cut {
+                    zone: stub.zone.to_lowercase(),
+                    ns_names: Vec::new(),
+                    servers: stub.addresses.clone(),
+                    forwarders: false,
+                    from_hints: false,
+                };
+            }
+        }
+        match cached {
+            Some(ns) => Cut {
+                zone: ns.owner.to_lowercase(),
+                ns_names: ns_names(&ns),
+                servers: Vec::new(),
+                forwarders: false,
+                from_hints: false,
+            },
+            None => Cut {
+                zone: Name::root(),
+                ns_names: Vec::new(),
+                servers: self.config.root_hints.clone(),
+                forwarders: false,
+                from_hints: true,
+            },
+        }
+    }
+
+    /// The cut's servers: given ones, or its NS targets' cached addresses.
+    fn servers_of(&self, cut: &Cut, now: Millis) -> Vec<SocketAddr> {
+        let mut out: Vec<SocketAddr> = cut.servers.clone();
+        for ns in &cut.ns_names {
+            for ip in self.cache.addresses(ns, now) {
+                let sa = SocketAddr::new(ip, DNS_PORT);
+                if !out.contains(&sa) {
+                    out.push(sa);
+                }
+            }
+        }
+        out
+    }
+
+    /// The server to ask next among `servers`, the infrastructure cache
+    /// choosing. Loopback addresses learned from the DNS are left out unless
+    /// allowed; the ones the operator configured (`configured`: root hints,
+    /// forwarders) are always used.
+    fn pick(
+        &mut self,
+        servers: &[SocketAddr],
+        configured: &[SocketAddr],
+        zone: &Name,
+        task: &Task,
+        now: Millis,
+    ) -> Option<SocketAddr> {
+        let allowed: Vec<SocketAddr> = servers
+            .iter()
+            .filter(|s| {
+                self.config.query_localhost || !s.ip().is_loopback() || configured.contains(s)
+            })
+            .copied()
+            .collect();
+        let ips: Vec<IpAddr> = allowed.iter().map(SocketAddr::ip).collect();
+        let random = self.random();
+        let ip = self.infra.choose(&ips, zone, &task.tried, now, random)?;
+        allowed.into_iter().find(|s| s.ip() == ip)
+    }
+
+    /// What to ask the cut's servers: the current name and type, or with
+    /// QNAME minimisation (RFC 9156 §3) the name one label below the cut,
+    /// as an NS query, until the full name is reached.
+    fn query_for(&self, task: &Task, cut: &Cut) -> (Name, Rtype) {
+        let full = (task.current.clone(), task.qtype);
+        if cut.forwarders || !self.config.qname_minimisation || task.qmin_off {
+            return full;
+        }
+        let zone_labels = cut.zone.label_count();
+        let labels = task.current.label_count();
+        let want = task
+            .qmin_labels
+            .unwrap_or(zone_labels.saturating_add(1))
+            .max(zone_labels.saturating_add(1));
+        if want >= labels {
+            return full;
+        }
+        match task.current.suffix(want) {
+            Some(name) => (name, Rtype::NS),
+            None => full,
+        }
+    }
+
+    /// Starts address lookups for NS targets whose addresses are not known:
+    /// a few at a time, within the budget, never for a name whose lookup
+    /// would wait on this very task. Whether the task now waits on any.
+    fn start_lookups(&mut self, task: &mut Task, cut: &Cut, now: Millis) -> bool {
+        let limits = self.config.limits;
+        let mut started = 0u32;
+        for ns in &cut.ns_names {
+            if task.lookups_pending.saturating_add(started) >= LOOKUPS_AT_ONCE {
+                break;
+            }
+            if task.looked_up.contains(ns) || self.cache.addresses_known(ns, now) {
+                continue;
+            }
+            let question = (ns.to_lowercase(), Rtype::A);
+            let own = (task.qname.to_lowercase(), task.qtype);
+            if question == own || task.ancestors.contains(&question) {
+                // Resolving it needs the answer being resolved: a cycle.
+                task.looked_up.push(ns.clone());
+                continue;
+            }
+            if task.depth >= limits.max_depth {
+                task.last_error = Some((ede::OTHER, "name server lookups nest too deep"));
+                break;
+            }
+            let Some(budget) = self.budgets.get_mut(&task.budget) else {
+                break;
+            };
+            if budget.lookups >= limits.max_ns_lookups {
+                task.last_error =
+                    Some((ede::OTHER, "too many name server lookups for one question"));
+                self.stats.budget_exhausted = self.stats.budget_exhausted.saturating_add(1);
+                break;
+            }
+            budget.lookups = budget.lookups.saturating_add(1);
+            task.looked_up.push(ns.clone());
+            let existing = self.by_question.get(&question).copied();
+            let sub = match existing.filter(|id| self.tasks.contains_key(id)) {
+                Some(id) => id,
+                None => {
+                    let mut ancestors = task.ancestors.clone();
+                    ancestors.push(own);
+                    let id = self.new_task(
+                        ns.clone(),
+                        Rtype::A,
+                        task.budget,
+                        task.depth.saturating_add(1),
+                        ancestors,
+                        now,
+                    );
+                    self.ready.push_back(id);
+                    id
+                }
+            };
+            if let Some(t) = self.tasks.get_mut(&sub) {
+                t.waiters.push(task.id);
+                started = started.saturating_add(1);
+            }
+        }
+        task.lookups_pending = task.lookups_pending.saturating_add(started);
+        task.lookups_pending > 0
+    }
+
+    /// Makes `task` wait for the resolution of `qname`/`qtype` (sharing one
+    /// already under way), unless that would wait on itself. Whether it
+    /// now waits.
+    fn wait_for(&mut self, task: &mut Task, qname: Name, qtype: Rtype, now: Millis) -> bool {
+        let question = (qname.to_lowercase(), qtype);
+        let own = (task.qname.to_lowercase(), task.qtype);
+        if question == own || task.ancestors.contains(&question) {
+            return false;
+        }
+        let existing = self.by_question.get(&question).copied();
+        let sub = match existing.filter(|id| self.tasks.contains_key(id)) {
+            Some(id) => id,
+            None => {
+                let mut ancestors = task.ancestors.clone();
+                ancestors.push(own);
+                let id = self.new_task(
+                    qname,
+                    qtype,
+                    task.budget,
+                    task.depth.saturating_add(1),
+                    ancestors,
+                    now,
+                );
+                self.ready.push_back(id);
+                id
+            }
+        };
+        match self.tasks.get_mut(&sub) {
+            Some(t) => {
+                t.waiters.push(task.id);
+                task.lookups_pending = task.lookups_pending.saturating_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends `query` to `server` for `task`, within its budget.
+    fn send(
+        &mut self,
+        task: &mut Task,
+        server: SocketAddr,
+        query: Query,
+        transport: Transport,
+        now: Millis,
+    ) -> Step {
+        let max = self.config.limits.max_upstream_queries;
+        let Some(budget) = self.budgets.get_mut(&task.budget) else {
+            return Step::Fail(ede::OTHER, "no budget");
+        };
+        if budget.queries >= max {
+            self.stats.budget_exhausted = self.stats.budget_exhausted.saturating_add(1);
+            return Step::Fail(ede::OTHER, "too many queries for one question");
+        }
+        if !task.tried.contains(&server.ip()) {
+            task.tried.push(server.ip());
+        }
+        let busy = self.in_flight.get(&server.ip()).copied().unwrap_or(0);
+        if busy >= self.config.limits.max_outstanding_per_server {
+            // Another of the zone's servers, if it has one.
+            task.last_error = Some((ede::OTHER, "a server has too many queries waiting"));
+            return Step::Continue;
+        }
+        budget.queries = budget.queries.saturating_add(1);
+        let qid = u16::try_from(self.random() & 0xffff).unwrap_or(0);
+        let cookie =
+            (query.edns && self.config.client_cookies).then(|| self.client_cookie(server.ip()));
+        let server_cookie = self.infra.server_cookie(server.ip());
+        let with_cookie = cookie.map(|client| upstream::Cookie {
+            client,
+            server: server_cookie,
+        });
+        let Some(message) = upstream::build(qid, &query, with_cookie) else {
+            return Step::Fail(ede::OTHER, "cannot build the query");
+        };
+        let id = self.new_exchange();
+        let forwarded = query.recursion_desired;
+        let busy = self.in_flight.entry(server.ip()).or_insert(0);
+        *busy = busy.saturating_add(1);
+        self.exchanges.insert(
+            id,
+            Outstanding {
+                task: task.id,
+                server: server.ip(),
+                query,
+                qid,
+                cookie,
+                transport,
+                sent_at: now,
+            },
+        );
+        self.stats.upstream_queries = self.stats.upstream_queries.saturating_add(1);
+        self.transmits.push_back(Transmit {
+            id,
+            to: server,
+            message,
+            transport,
+            timeout_ms: self.config.limits.query_timeout_ms,
+            forwarded,
+        });
+        Step::Wait
+    }
+
+    /// A response (or its absence) for the task that sent `out`.
+    pub(crate) fn on_response(
+        &mut self,
+        out: Outstanding,
+        result: Result<Vec<u8>, ExchangeError>,
+        now: Millis,
+    ) {
+        let Some(mut task) = self.tasks.remove(&out.task) else {
+            return;
+        };
+        let step = self.read_response(&mut task, &out, result, now);
+        self.settle(task, step, now);
+    }
+
+    fn read_response(
+        &mut self,
+        task: &mut Task,
+        out: &Outstanding,
+        result: Result<Vec<u8>, ExchangeError>,
+        now: Millis,
+    ) -> Step {
+        let server = SocketAddr::new(out.server, self.port_of(task, out.server));
+        let bytes = match result {
+            Ok(b) => b,
+            Err(_) => {
+                self.stats.upstream_timeouts = self.stats.upstream_timeouts.saturating_add(1);
+                self.infra.timed_out(out.server, now);
+                task.last_error.get_or_insert((
+                    ede::NO_REACHABLE_AUTHORITY,
+                    "no server of the zone answered",
+                ));
+                return Step::Continue;
+            }
+        };
+        let Ok(view) = MessageView::parse(&bytes) else {
+            task.last_error = Some((ede::NETWORK_ERROR, "a server's answer was malformed"));
+            return Step::Continue;
+        };
+        // RFC 5452 §4.3 (the edge checks it too): not the response to our
+        // query. RFC 7873 §5.3: a COOKIE option whose client cookie is not
+        // ours is a forgery.
+        let header = view.header();
+        let returned = view.edns().and_then(|e| e.cookie());
+        let cookie_forged =
+            matches!((out.cookie, returned), (Some(ours), Some((theirs, _))) if ours != theirs);
+        if header.id != out.qid || !header.flags.qr || cookie_forged {
+            self.stats.forged = self.stats.forged.saturating_add(1);
+            task.last_error = Some((
+                ede::NETWORK_ERROR,
+                "a server's answer did not match the query",
+            ));
+            return Step::Continue;
+        }
+        if let (Some(_), Some((_, Some(server_cookie)))) = (out.cookie, returned) {
+            self.infra.set_server_cookie(out.server, server_cookie, now);
+        }
+        let rtt = u32::try_from(now.saturating_sub(out.sent_at)).unwrap_or(u32::MAX);
+        self.infra.answered(out.server, rtt, now);
+        let same_question = view
+            .question()
+            .is_some_and(|q| q.qname == out.query.name && q.qtype == out.query.rtype);
+        if !same_question {
+            task.last_error = Some((ede::NETWORK_ERROR, "a server answered another question"));
+            return Step::Continue;
+        }
+        // RFC 1035 §4.2.1, RFC 7766 §5: truncated over UDP, ask again over TCP.
+        if view.header().flags.tc && out.transport == Transport::Udp {
+            task.tried.retain(|ip| *ip != out.server);
+            return self.send(task, server, out.query.clone(), Transport::Tcp, now);
+        }
+        let rcode = view.rcode();
+        // RFC 7873 §5.3: BADCOOKIE carries a fresh server cookie (kept
+        // above); ask once more with it, then over TCP, which needs none.
+        if rcode == Rcode::BADCOOKIE && out.cookie.is_some() {
+            task.tried.retain(|ip| *ip != out.server);
+            let (transport, query) = if out.query.cookie_retry {
+                (Transport::Tcp, out.query.clone())
+            } else {
+                let retry = Query {
+                    cookie_retry: true,
+                    ..out.query.clone()
+                };
+                (out.transport, retry)
+            };
+            return self.send(task, server, query, transport, now);
+        }
+        // RFC 6891 §7: a server that does not know EDNS answers FORMERR or
+        // NOTIMP; ask it again without.
+        if out.query.edns && (rcode == Rcode::FORMERR || rcode == Rcode::NOTIMP) {
+            self.infra.set_edns(out.server, EdnsSupport::Broken, now);
+            task.tried.retain(|ip| *ip != out.server);
+            let query = Query {
+                edns: false,
+                ..out.query.clone()
+            };
+            return self.send(task, server, query, out.transport, now);
+        }
+        let Some(cut) = task.cut.clone() else {
+            return Step::Continue;
+        };
+        let priming = out.query.name.is_root() && out.query.rtype == Rtype::NS && cut.from_hints;
+        let zone = if priming {
+            Name::root()
+        } else {
+            cut.zone.clone()
+        };
+        let asked = Asked {
+            qname: &out.query.name,
+            qtype: out.query.rtype,
+            zone: &zone,
+            forwarding: out.query.recursion_desired,
+        };
+        let kind = classify(asked, &view);
+        if priming {
+            return self.primed(task, kind, now);
+        }
+        let minimised = out.query.name != task.current || out.query.rtype != task.qtype;
+        self.act(task, out, &cut, kind, minimised, now)
+    }
+
+    /// The port `ip` was asked on (forwarders and hints may name one).
+    fn port_of(&self, task: &Task, ip: IpAddr) -> u16 {
+        task.cut
+            .as_ref()
+            .and_then(|c| c.servers.iter().find(|s| s.ip() == ip))
+            .map_or(DNS_PORT, SocketAddr::port)
+    }
+
+    /// RFC 8109: the root's NS set and addresses, from a hint server.
+    fn primed(&mut self, task: &mut Task, kind: Kind, now: Millis) -> Step {
+        if let Kind::Answer { data, glue, .. } = kind {
+            if data.rtype == Rtype::NS && data.owner.is_root() {
+                self.cache.insert_rrset(data, Trust::AuthAnswer, now);
+                for g in glue {
+                    self.cache.insert_rrset(g, Trust::Additional, now);
+                }
+                task.cut = None;
+            }
+        }
+        Step::Continue
+    }
+
+    fn act(
+        &mut self,
+        task: &mut Task,
+        out: &Outstanding,
+        cut: &Cut,
+        kind: Kind,
+        minimised: bool,
+        now: Millis,
+    ) -> Step {
+        let forwarding = cut.forwarders;
+        match kind {
+            Kind::Answer {
+                chain,
+                data,
+                authoritative,
+                glue,
+            } => {
+                let trust = if authoritative && !forwarding {
+                    Trust::AuthAnswer
+                } else {
+                    Trust::NonAuthAnswer
+                };
+                if minimised {
+                    // An NS set at the minimised name: a zone cut the same
+                    // servers also serve. Anything else: stop minimising.
+                    if data.rtype == Rtype::NS && data.owner == out.query.name && chain.is_empty() {
+                        return self.descend(task, data, glue, now);
+                    }
+                    task.qmin_off = true;
+                    return Step::Continue;
+                }
+                for set in &chain {
+                    self.cache.insert_rrset(set.clone(), trust, now);
+                }
+                self.cache.insert_rrset(data.clone(), trust, now);
+                for g in glue {
+                    self.cache.insert_rrset(g, Trust::Additional, now);
+                }
+                let mut answer = task.chain.clone();
+                answer.extend(chain);
+                answer.push(data);
+                Step::Done(Resolution::answer(answer))
+            }
+            Kind::Cname {
+                chain,
+                target,
+                authoritative,
+            } => {
+                if minimised {
+                    task.qmin_off = true;
+                    return Step::Continue;
+                }
+                let trust = if authoritative && !forwarding {
+                    Trust::AuthAnswer
+                } else {
+                    Trust::NonAuthAnswer
+                };
+                let links = u32::try_from(chain.iter().filter(|s| s.rtype == Rtype::CNAME).count())
+                    .unwrap_or(u32::MAX);
+                let max = self.config.limits.max_cname_hops;
+                if let Some(b) = self.budgets.get_mut(&task.budget) {
+                    b.hops = b.hops.saturating_add(links);
+                    if b.hops > max {
+                        return Step::Fail(ede::OTHER, "CNAME chain too long");
+                    }
+                }
+                let target = *target;
+                if task
+                    .chain
+                    .iter()
+                    .chain(chain.iter())
+                    .any(|s| s.owner == target)
+                    || target == task.qname
+                {
+                    return Step::Fail(ede::OTHER, "CNAME loop");
+                }
+                for set in &chain {
+                    self.cache.insert_rrset(set.clone(), trust, now);
+                }
+                task.chain.extend(chain);
+                task.current = target;
+                task.cut = None;
+                Step::Continue
+            }
+            Kind::Referral { zone, ns, glue } => {
+                if !zone.is_below(&cut.zone) && !forwarding {
+                    self.infra.lame_for(out.server, &cut.zone, now);
+                    task.last_error = Some((ede::INVALID_DATA, "a referral that does not go down"));
+                    return Step::Continue;
+                }
+                self.descend(task, ns, glue, now)
+            }
+            Kind::NxDomain { chain, soa } => {
+                let trust = if forwarding {
+                    Trust::NonAuthAnswer
+                } else {
+                    Trust::AuthAuthority
+                };
+                // RFC 8020: nothing exists below a name that does not exist,
+                // so a minimised query's NXDOMAIN answers the full name too.
+                let missing = if minimised {
+                    out.query.name.clone()
+                } else {
+                    chain_end(&task.current, &chain)
+                };
+                for set in &chain {
+                    self.cache.insert_rrset(set.clone(), trust, now);
+                }
+                self.cache
+                    .insert_negative(&missing, None, soa.clone(), trust, now);
+                let mut answer = task.chain.clone();
+                if !minimised {
+                    answer.extend(chain);
+                }
+                let ttl = soa.as_ref().map_or(0, |s| s.ttl);
+                Step::Done(Resolution::negative(Rcode::NXDOMAIN, answer, &soa, ttl))
+            }
+            Kind::NoData { chain, soa } => {
+                if minimised {
+                    // An empty non-terminal, or a name that is no zone cut:
+                    // one label more, same servers.
+                    task.qmin_labels = Some(out.query.name.label_count().saturating_add(1));
+                    task.tried.clear();
+                    return Step::Continue;
+                }
+                let trust = if forwarding {
+                    Trust::NonAuthAnswer
+                } else {
+                    Trust::AuthAuthority
+                };
+                let end = chain_end(&task.current, &chain);
+                for set in &chain {
+                    self.cache.insert_rrset(set.clone(), trust, now);
+                }
+                self.cache
+                    .insert_negative(&end, Some(task.qtype), soa.clone(), trust, now);
+                let mut answer = task.chain.clone();
+                answer.extend(chain);
+                let ttl = soa.as_ref().map_or(0, |s| s.ttl);
+                Step::Done(Resolution::negative(Rcode::NOERROR, answer, &soa, ttl))
+            }
+            Kind::Lame(reason) => {
+                if minimised {
+                    // RFC 9156 §2.3: a server that stumbles on a minimised
+                    // query is asked the full name.
+                    task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
+                    return Step::Continue;
+                }
+                self.infra.lame_for(out.server, &cut.zone, now);
+                task.last_error = Some((ede::NOT_AUTHORITATIVE, reason));
+                Step::Continue
+            }
+            Kind::Failure(rcode) => {
+                if minimised {
+                    task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
+                    return Step::Continue;
+                }
+                if rcode == Rcode::REFUSED {
+                    self.infra.lame_for(out.server, &cut.zone, now);
+                }
+                task.last_error = Some((
+                    ede::NETWORK_ERROR,
+                    "the zone's servers answered with errors",
+                ));
+                Step::Continue
+            }
+        }
+    }
+
+    /// Moves the task one zone down, to `ns`'s zone (a referral, or an NS
+    /// answer to a minimised query), keeping the NS set and its glue.
+    fn descend(&mut self, task: &mut Task, ns: RrSet, glue: Vec<RrSet>, now: Millis) -> Step {
+        let max = self.config.limits.max_referrals;
+        if let Some(b) = self.budgets.get_mut(&task.budget) {
+            b.referrals = b.referrals.saturating_add(1);
+            if b.referrals > max {
+                self.stats.budget_exhausted = self.stats.budget_exhausted.saturating_add(1);
+                return Step::Fail(ede::OTHER, "too many referrals for one question");
+            }
+        }
+        let zone = ns.owner.to_lowercase();
+        let names = ns_names(&ns);
+        self.cache.insert_rrset(ns, Trust::Referral, now);
+        for g in glue {
+            self.cache.insert_rrset(g, Trust::Additional, now);
+        }
+        task.cut = Some(Cut {
+            zone,
+            ns_names: names,
+            servers: Vec::new(),
+            forwarders: false,
+            from_hints: false,
+        });
+        task.tried.clear();
+        task.qmin_labels = None;
+        task.looked_up.clear();
+        Step::Continue
+    }
+}
+
+/// The name a chain ends at (the last CNAME's target), or `start`.
+fn chain_end(start: &Name, chain: &[RrSet]) -> Name {
+    chain
+        .iter()
+        .rev()
+        .find(|s| s.rtype == Rtype::CNAME)
+        .and_then(|s| s.target_names().into_iter().next())
+        .unwrap_or_else(|| start.clone())
+}
