@@ -15,7 +15,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, OnceLock};
 
-use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
+use bulwark_auth::{
+    AnswerConfig, AnswerOutcome, Answerer, Recursion, Request, Transport, ZoneAccess,
+};
 use bulwark_guard::Access;
 use bulwark_guard::{CookieSecret, ServerCookies};
 use bulwark_proto::message::{MessageView, MIN_UDP_PAYLOAD};
@@ -26,8 +28,7 @@ use libfuzzer_sys::fuzz_target;
 // Signed copies, so DO queries reach the DNSSEC steps (RRSIGs, NSEC and
 // salted, iterated NSEC3 proofs); without DO they answer like the unsigned
 // zones, so the plain paths stay covered.
-const DIFF_ZONE: &str =
-    include_str!("../../crates/auth/tests/data/signed/diff-nsec3-salted.zone");
+const DIFF_ZONE: &str = include_str!("../../crates/auth/tests/data/signed/diff-nsec3-salted.zone");
 const OTHER_ZONE: &str = include_str!("../zones/other-nsec.zone");
 const TCP_LIMIT: usize = 65535;
 
@@ -145,16 +146,30 @@ fuzz_target!(|data: &[u8]| {
             IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)),
             IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)),
         ];
-        for client in clients {
+        // One client may recurse, the other may not: a recursion handed on
+        // writes nothing and carries a limit within the transport's.
+        let offers = [Recursion::Offered, Recursion::Refused];
+        for (client, recursion) in clients.into_iter().zip(offers) {
             let request = Request {
                 transport,
                 client,
                 now: 1_700_000_000,
                 cookies: Some(cookies()),
                 zone_access: Some(&SplitAccess),
+                recursion,
             };
             let outcome = answerer.answer_request(zones, &request, data, &mut out);
             check(data, transport, max_udp, &outcome, &out);
+            if let AnswerOutcome::Recurse(r) = &outcome {
+                assert_eq!(
+                    recursion,
+                    Recursion::Offered,
+                    "recursion handed on when refused"
+                );
+                assert!(out.is_empty(), "a recursion handed on wrote a response");
+                assert!(r.limit <= size_limit(data, transport, max_udp));
+                assert_eq!(r.query.as_bytes(), data);
+            }
             let _ = answerer.rrl_key();
         }
     }

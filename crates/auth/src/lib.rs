@@ -133,6 +133,38 @@ pub struct Request<'a> {
     pub cookies: Option<&'a ServerCookies>,
     /// Per-zone access control; `None` allows every client everywhere.
     pub zone_access: Option<&'a dyn ZoneAccess>,
+    /// What a question in none of our zones gets when it asks for recursion.
+    pub recursion: Recursion,
+}
+
+/// Whether the server recurses for this client (decided by the server's
+/// configuration); it matters only for a question with RD set whose name
+/// is in none of our zones (names in our zones are answered from them, as
+/// Unbound answers an auth-zone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Recursion {
+    /// No resolver: REFUSED with EDE 20, Not Authoritative.
+    #[default]
+    Off,
+    /// A resolver, but not for this client: REFUSED with EDE 18,
+    /// Prohibited (RFC 8914 §4.19), so no open resolver by accident.
+    Refused,
+    /// Handed back as [`AnswerOutcome::Recurse`].
+    Offered,
+}
+
+/// A query to resolve, as read while answering it.
+#[derive(Debug, Clone)]
+pub struct RecursionRequest<'q> {
+    pub query: MessageView<'q>,
+    /// The response's size limit: the client's UDP payload size (capped by
+    /// ours), or 65535 over TCP.
+    pub limit: usize,
+    /// The COOKIE option the response carries (client and server cookie),
+    /// when cookies are on and the query had one.
+    pub cookie: Option<([u8; 8], [u8; 16])>,
+    /// The query presented a valid server cookie: its address is proven.
+    pub cookie_valid: bool,
 }
 
 impl core::fmt::Debug for Request<'_> {
@@ -154,6 +186,7 @@ impl Request<'_> {
             now: 0,
             cookies: None,
             zone_access: None,
+            recursion: Recursion::Off,
         }
     }
 }
@@ -177,6 +210,9 @@ pub enum AnswerOutcome<'q> {
     /// a TSIG-signed query), see [`Divert`]. The message as read here goes
     /// with it, so that it is not read again.
     Divert(Divert, MessageView<'q>),
+    /// Nothing written: the question is in none of our zones, asks for
+    /// recursion and the client may have it (see [`Recursion`]).
+    Recurse(RecursionRequest<'q>),
 }
 
 impl AnswerOutcome<'_> {
@@ -205,6 +241,11 @@ impl PartialEq for AnswerOutcome<'_> {
             | (AnswerOutcome::Denied, AnswerOutcome::Denied) => true,
             (AnswerOutcome::Divert(d, m), AnswerOutcome::Divert(e, n)) => {
                 d == e && m.as_bytes() == n.as_bytes()
+            }
+            (AnswerOutcome::Recurse(a), AnswerOutcome::Recurse(b)) => {
+                a.query.as_bytes() == b.query.as_bytes()
+                    && a.limit == b.limit
+                    && a.cookie == b.cookie
             }
             _ => false,
         }
@@ -245,6 +286,8 @@ pub struct Answerer {
     qname_lower: Name,
     rdata: Vec<u8>,
     cookie_valid: bool,
+    /// The last question was in none of our zones.
+    not_ours: bool,
     asked: Asked,
     /// `None` unless asked for: worth it where one answerer sees many queries
     /// (a UDP worker), not per TCP connection.
@@ -260,6 +303,7 @@ impl Answerer {
             qname_lower: Name::root(),
             rdata: Vec::new(),
             cookie_valid: false,
+            not_ours: false,
             asked: Asked::default(),
             cache: None,
         }
@@ -348,6 +392,7 @@ impl Answerer {
         out.clear();
         self.scratch.imputed.error();
         self.cookie_valid = false;
+        self.not_ours = false;
         self.asked = Asked {
             opcode: bits::opcode(query),
             qtype: None,
@@ -375,8 +420,10 @@ impl Answerer {
                 };
             }
             let outcome = self.answer_uncached(zones, request, query, out);
-            if let (Some(cache), AnswerOutcome::Respond { rcode, truncated }) =
-                (self.cache.as_mut(), &outcome)
+            // A refusal of recursion depends on the client: not replayable.
+            let replayable = !(self.not_ours && request.recursion != Recursion::Off);
+            if let (Some(cache), AnswerOutcome::Respond { rcode, truncated }, true) =
+                (self.cache.as_mut(), &outcome, replayable)
             {
                 cache.insert(
                     out,
@@ -437,12 +484,13 @@ impl Answerer {
         &mut self,
         zones: &ZoneSet,
         request: &Request<'_>,
-        query: &MessageView<'_>,
+        query: &MessageView<'q>,
         out: &mut Vec<u8>,
     ) -> AnswerOutcome<'q> {
         out.clear();
         self.scratch.imputed.error();
         self.cookie_valid = false;
+        self.not_ours = false;
         self.asked = Asked {
             opcode: Some(query.header().opcode),
             qtype: query.question().map(|q| q.qtype),
@@ -454,7 +502,7 @@ impl Answerer {
         &mut self,
         zones: &ZoneSet,
         request: &Request<'_>,
-        query: &MessageView<'_>,
+        query: &MessageView<'q>,
         out: &mut Vec<u8>,
     ) -> AnswerOutcome<'q> {
         let transport = request.transport;
@@ -519,9 +567,30 @@ impl Answerer {
         }
         let qname_lower = solve::lowercased(qname, &mut self.qname_lower);
         let Some(zone) = solve::zone_for(zones, qname_lower.as_wire(), q.qtype) else {
-            // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves it to policy).
-            resp.set_rcode(Rcode::REFUSED);
-            resp.set_extended_error(ExtendedError::NotAuthoritative);
+            self.not_ours = true;
+            let rd = query.header().flags.rd;
+            match request.recursion {
+                Recursion::Offered if rd => {
+                    // `resp` is not used again: `out` is ours to clear.
+                    out.clear();
+                    return AnswerOutcome::Recurse(RecursionRequest {
+                        query: query.clone(),
+                        limit,
+                        cookie: cookie.map(|c| (c.option.client, c.option.server)),
+                        cookie_valid: self.cookie_valid,
+                    });
+                }
+                Recursion::Refused if rd => {
+                    resp.set_rcode(Rcode::REFUSED);
+                    resp.set_extended_error(ExtendedError::Prohibited);
+                }
+                // Not ours: no referral to the root (RFC 1034 §4.3.2 leaves
+                // it to policy).
+                _ => {
+                    resp.set_rcode(Rcode::REFUSED);
+                    resp.set_extended_error(ExtendedError::NotAuthoritative);
+                }
+            }
             return respond(resp);
         };
         match access::zone_access(&mut resp, request.zone_access, zone.apex(), request.client) {

@@ -202,12 +202,16 @@ fn answering_with_cookies_nsid_and_zone_access_does_not_allocate_once_warm() {
         now,
         cookies: Some(&secrets),
         zone_access: Some(&access),
+        recursion: bulwark_auth::Recursion::Off,
     };
     let mut rcodes = Vec::new();
     for (t, q) in &queries {
         match a.answer_request(&zones, &request(*t), q, &mut out) {
             AnswerOutcome::Respond { rcode, .. } => rcodes.push(rcode),
-            AnswerOutcome::Drop | AnswerOutcome::Denied | AnswerOutcome::Divert(..) => {
+            AnswerOutcome::Drop
+            | AnswerOutcome::Denied
+            | AnswerOutcome::Divert(..)
+            | AnswerOutcome::Recurse(_) => {
                 panic!("dropped")
             }
         }

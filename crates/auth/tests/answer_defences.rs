@@ -88,6 +88,7 @@ fn request<'a>(transport: Transport, cookies: Option<&'a ServerCookies>) -> Requ
         now: NOW,
         cookies,
         zone_access: None,
+        recursion: bulwark_auth::Recursion::Off,
     }
 }
 

@@ -11,7 +11,8 @@ mod common;
 use std::sync::Arc;
 
 use bulwark_auth::{
-    AnswerConfig, AnswerOutcome, Answerer, CookiePolicy, Request, ServerCookies, Transport,
+    AnswerConfig, AnswerOutcome, Answerer, CookiePolicy, Recursion, Request, ServerCookies,
+    Transport,
 };
 use bulwark_guard::CookieSecret;
 use common::*;
@@ -60,6 +61,7 @@ fn check_request(
             assert!(out.is_empty() || q.len() < 12 || q[2] & 0x80 != 0)
         }
         AnswerOutcome::Divert(..) => assert!(out.is_empty(), "nothing written when diverted"),
+        AnswerOutcome::Recurse(_) => panic!("recursion is off"),
         AnswerOutcome::Respond { .. } => {
             assert!(out.len() >= 12);
             assert!(
@@ -176,6 +178,7 @@ proptest! {
             now,
             cookies: Some(&secrets),
             zone_access: None,
+            recursion: Recursion::Off,
         };
         let mut a = Answerer::new(Arc::new(config));
         check_request(&mut a, &zones, &request, &wire);

@@ -33,6 +33,11 @@ pub trait ControlPlane: Send + Sync + 'static {
     fn reload_configuration(
         self: Arc<Self>,
     ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>>;
+    /// The resolver's cache; `None` when recursion is off.
+    fn resolver_cache(&self) -> Option<&bulwark_resolver::Cache>;
+    /// Moves the clock `seconds` forward and returns the new Unix time;
+    /// refused unless the server was started with a test clock.
+    fn advance_test_clock(&self, seconds: u64) -> Result<u64, String>;
 }
 
 /// What `ctl status` reports, gathered by the server.
@@ -216,7 +221,100 @@ const COMMANDS: &[CommandSpec] = &[
         max_args: 1,
         run: Run::Now(stats),
     },
+    CommandSpec {
+        words: &["cache", "stats"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(cache_stats),
+    },
+    CommandSpec {
+        words: &["cache", "flush"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(|plane, _| cache_flush(plane, Flush::All)),
+    },
+    CommandSpec {
+        words: &["cache", "flush", "name"],
+        usage: "NAME",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(|plane, args| cache_flush(plane, Flush::Name(args))),
+    },
+    CommandSpec {
+        words: &["cache", "flush", "zone"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(|plane, args| cache_flush(plane, Flush::Zone(args))),
+    },
+    CommandSpec {
+        words: &["test-clock", "advance"],
+        usage: "SECONDS",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(test_clock_advance),
+    },
 ];
+
+fn no_resolver() -> Reply {
+    Reply::error("recursion is off: the configuration has no [resolver] section".to_string())
+}
+
+/// `cache stats`: what the resolver's cache holds and how it has done.
+fn cache_stats(plane: &dyn ControlPlane, _: &[String]) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    let s = cache.stats();
+    Reply::ok(vec![
+        format!("entries {}", s.entries),
+        format!("bytes {}", s.bytes),
+        format!("hits {}", s.hits),
+        format!("misses {}", s.misses),
+        format!("inserts {}", s.inserts),
+        format!("evictions {}", s.evictions),
+    ])
+}
+
+enum Flush<'a> {
+    All,
+    Name(&'a [String]),
+    Zone(&'a [String]),
+}
+
+/// `cache flush [name NAME | zone ZONE]`: forgets cached data.
+fn cache_flush(plane: &dyn ControlPlane, what: Flush<'_>) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    let name_of = |args: &[String]| parse_zone(args.first().map_or("", String::as_str));
+    let removed = match what {
+        Flush::All => cache.flush_all(),
+        Flush::Name(args) => match name_of(args) {
+            Ok(n) => cache.flush_name(&n),
+            Err(r) => return r,
+        },
+        Flush::Zone(args) => match name_of(args) {
+            Ok(n) => cache.flush_zone(&n),
+            Err(r) => return r,
+        },
+    };
+    Reply::ok(vec![format!("flushed {removed} entries")])
+}
+
+/// `test-clock advance SECONDS` (hidden from `ctl --help`).
+fn test_clock_advance(plane: &dyn ControlPlane, args: &[String]) -> Reply {
+    let text = args.first().map_or("", String::as_str);
+    let Ok(seconds) = text.parse::<u64>() else {
+        return Reply::error(format!("`{text}` is not a number of seconds"));
+    };
+    match plane.advance_test_clock(seconds) {
+        Ok(now) => Reply::ok(vec![format!("now {now}")]),
+        Err(e) => Reply::error(e),
+    }
+}
 
 /// Runs one control command line against `plane`.
 pub async fn run(plane: Arc<dyn ControlPlane>, line: &str) -> Reply {

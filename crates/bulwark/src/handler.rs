@@ -17,6 +17,7 @@ use bulwark_zone::ZoneSet;
 use crate::clock::CoarseClock;
 use crate::diagnostics::{Event, Reporter};
 use crate::query_log::QueryLog;
+use crate::recursion::Recursion;
 use crate::settings::ZoneAcls;
 use crate::stats::{Asked, DropReason, Fate, StatsRegistry, Told, WorkerRecorder};
 use crate::tap::{QueryTap, TapSource};
@@ -43,6 +44,8 @@ pub struct Shared {
     pub replication: crate::replication::serve::ReplicationShared,
     /// Where per-packet events are counted and, a few a second, logged.
     pub reporter: Arc<Reporter>,
+    /// `None` when `[resolver]` is absent: authoritative only.
+    pub recursion: Option<Recursion>,
 }
 
 /// The ACL each listener applies before parsing.
@@ -83,6 +86,9 @@ pub struct ServerHandler {
     query_log: QueryLog,
     replication: crate::replication::serve::ReplicationShared,
     reporter: Arc<Reporter>,
+    recursion: Option<Recursion>,
+    /// The last query was recursed for (dnstap logs it as a client's).
+    recursed: bool,
     /// A response to be finished later, taken by the transport.
     deferred: Option<Deferred>,
 }
@@ -104,6 +110,8 @@ impl ServerHandler {
             query_log: QueryLog::new(shared.query_log, transport),
             replication: shared.replication.clone(),
             reporter: Arc::clone(&shared.reporter),
+            recursion: shared.recursion.clone(),
+            recursed: false,
             deferred: None,
         }
     }
@@ -148,7 +156,11 @@ impl QueryHandler for ServerHandler {
             size: r.len(),
         });
         self.stats.record(asked, told, fate, started);
-        self.tap.auth(peer, local, query, response);
+        if self.recursed {
+            self.tap.client(peer, local, query, response);
+        } else {
+            self.tap.auth(peer, local, query, response);
+        }
         if self.query_log.is_on() {
             self.query_log.log(peer, query, told);
         }
@@ -213,6 +225,7 @@ impl ServerHandler {
             said,
         };
         let client = client_ip(peer);
+        self.recursed = false;
         // Only UDP is limited: a TCP client has proved its address.
         let rrl = self
             .rrl
@@ -265,6 +278,10 @@ impl ServerHandler {
             now,
             cookies,
             zone_access,
+            recursion: self
+                .recursion
+                .as_ref()
+                .map_or(bulwark_auth::Recursion::Off, |r| r.offer(client, local)),
         };
         let outcome = self.answerer.answer_request(zones, &request, query, out);
         let said = match outcome {
@@ -334,6 +351,38 @@ impl ServerHandler {
                     }
                 };
                 return Decided { fate, asked, said };
+            }
+            AnswerOutcome::Recurse(request) => {
+                let Some(recursion) = self.recursion.as_ref() else {
+                    return self.decided(Fate::Dropped(DropReason::Unanswerable), Said::NOTHING);
+                };
+                self.recursed = true;
+                if let Some(a) = recursion.answer_from_cache(&request, out) {
+                    let said = Said {
+                        rcode: a.rcode,
+                        truncated: a.truncated,
+                    };
+                    // As for an authoritative answer: a valid cookie proves
+                    // the address, anything else is rate-limited.
+                    if rrl.is_none() || request.cookie_valid {
+                        return self.decided(Fate::Answered, said);
+                    }
+                    let judged = (a.class, a.imputed.as_wire());
+                    let fate = rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
+                    return self.decided(fate, said);
+                }
+                let client = crate::recursion::Client {
+                    peer,
+                    local,
+                    tcp: self.transport == Transport::Tcp,
+                };
+                return match recursion.defer(&request, client) {
+                    Some(job) => {
+                        self.deferred = Some(job);
+                        self.decided(Fate::Deferred, Said::NOTHING)
+                    }
+                    None => self.decided(Fate::Dropped(DropReason::Unanswerable), Said::NOTHING),
+                };
             }
         };
         // RFC 7873 §5.2.4: a valid server cookie proves the source address, so
@@ -456,6 +505,7 @@ mod tests {
                 reporter: Arc::clone(&reporter),
             },
             reporter,
+            recursion: None,
         };
         ServerHandler::new(&shared, Transport::Udp)
     }

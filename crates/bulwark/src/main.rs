@@ -30,6 +30,7 @@ mod parent_ds;
 mod privileges;
 mod query_log;
 mod ready_file;
+mod recursion;
 mod replication;
 mod server;
 mod service;

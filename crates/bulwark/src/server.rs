@@ -26,6 +26,7 @@ use crate::cookie_secrets::{self, CookieSecrets};
 use crate::demo::{self, DemoZone};
 use crate::handler::{ListenerAcls, ServerHandler, Shared};
 use crate::logging;
+use crate::recursion::Recursion;
 use crate::settings::{Settings, ZoneAcls, ZoneSpec};
 use crate::stats::StatsRegistry;
 use crate::tap::TapSource;
@@ -60,7 +61,7 @@ async fn resign_forever(app: Arc<App>) {
 #[derive(Debug)]
 pub(crate) enum ZoneSource {
     /// Re-read the configuration file and flags.
-    Config(ServeArgs),
+    Config(Box<ServeArgs>),
     /// The built-in demo zone.
     Demo(Vec<ZoneSpec>),
 }
@@ -90,6 +91,12 @@ pub struct App {
     /// The worker count and bound addresses, for `ctl status`.
     pub(crate) threads: usize,
     pub(crate) bound: Mutex<Vec<SocketAddr>>,
+    /// `None` when `[resolver]` is absent. Its cache lives as long as the
+    /// server: a reload keeps it.
+    pub(crate) recursion: Option<Recursion>,
+    pub(crate) clock: CoarseClock,
+    /// Started with `--test-clock`: `ctl test-clock advance` may move it.
+    pub(crate) test_clock: bool,
 }
 
 impl App {
@@ -170,6 +177,7 @@ impl App {
             dnstap: self.dnstap.as_ref().map(|t| t.counters()),
             zones: &self.zones,
             uptime: self.started.elapsed(),
+            resolver: self.recursion.as_ref().map(Recursion::figures),
         })
     }
 }
@@ -215,6 +223,22 @@ impl ControlPlane for App {
     ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>> {
         Box::pin(async move { App::reload(&self).await })
     }
+
+    fn resolver_cache(&self) -> Option<&bulwark_resolver::Cache> {
+        self.recursion.as_ref().map(|r| &**r.cache())
+    }
+
+    fn advance_test_clock(&self, seconds: u64) -> Result<u64, String> {
+        if !self.test_clock {
+            return Err(
+                "the clock is real: only a server started with --test-clock may be moved"
+                    .to_string(),
+            );
+        }
+        self.clock.advance(seconds);
+        tracing::info!(seconds, now = self.clock.now(), "test clock advanced");
+        Ok(self.clock.now())
+    }
 }
 
 /// The shared rate limiter, or `None` when RRL is off. Its hash is keyed at
@@ -233,6 +257,22 @@ fn rate_limiter(config: &RrlConfig) -> anyhow::Result<Option<Arc<Rrl>>> {
 
 /// The listeners' ACLs keyed by the addresses actually bound (`bound` is in the
 /// order of `settings.listen`; a configured port 0 becomes the real port).
+/// The bound addresses of the configured listen addresses `configured`
+/// (port 0 is replaced by the port the kernel gave).
+fn bound_addresses(
+    settings: &Settings,
+    configured: &[SocketAddr],
+    bound: &[SocketAddr],
+) -> Vec<SocketAddr> {
+    configured
+        .iter()
+        .filter_map(|c| {
+            let i = settings.listen.iter().position(|a| a == c)?;
+            bound.get(i).copied()
+        })
+        .collect()
+}
+
 fn listener_acls(settings: &Settings, bound: &[SocketAddr]) -> ListenerAcls {
     let by_address = settings
         .listener_acls
@@ -354,7 +394,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let source = match &demo_zone {
         Some(d) => ZoneSource::Demo(d.spec().into_iter().collect()),
-        None => ZoneSource::Config(args.clone()),
+        None => ZoneSource::Config(Box::new(args.clone())),
     };
     let initial_specs = match &source {
         ZoneSource::Demo(specs) => specs.clone(),
@@ -388,7 +428,18 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let clock = CoarseClock::new();
+    let clock = match args.test_clock {
+        Some(start) => {
+            tracing::warn!(start, "test clock: the server's time starts at {start} and moves only with it or `ctl test-clock`");
+            CoarseClock::starting_at(start)
+        }
+        None => CoarseClock::new(),
+    };
+    let rrl = rate_limiter(&settings.rrl)?;
+    let dnstap = match &settings.dnstap {
+        Some(d) => Some(TapSource::start(d).context("cannot start dnstap")?),
+        None => None,
+    };
     let app = Arc::new(App {
         source,
         listen: settings.listen.clone(),
@@ -399,7 +450,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tcp_stats: Arc::new(TcpStats::default()),
         started: Instant::now(),
         zone_acls: Arc::new(ArcSwap::from_pointee(settings.zone_acls.clone())),
-        rrl: rate_limiter(&settings.rrl)?,
+        rrl: rrl.clone(),
         cookies: if settings.cookies.enabled {
             Some(Arc::new(
                 CookieSecrets::new(&settings.cookies).context("cannot make a cookie secret")?,
@@ -408,13 +459,26 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None
         },
         stats: StatsRegistry::new(&settings.statistics),
-        dnstap: match &settings.dnstap {
-            Some(d) => Some(TapSource::start(d).context("cannot start dnstap")?),
-            None => None,
-        },
+        dnstap: dnstap.clone(),
         reporter: Arc::new(crate::diagnostics::Reporter::new(clock.clone())),
         threads: settings.threads,
         bound: Mutex::new(Vec::new()),
+        recursion: match &settings.resolver {
+            Some(r) => {
+                let _runtime = runtime.enter();
+                let tap = dnstap.as_ref().and_then(|t| t.resolver_tap());
+                Some(Recursion::start(
+                    r,
+                    clock.clone(),
+                    tap,
+                    rrl.clone(),
+                    &shutdown,
+                )?)
+            }
+            None => None,
+        },
+        clock: clock.clone(),
+        test_clock: args.test_clock.is_some(),
     });
     // Subscribed before the first load, so the load's events reach it.
     let replication = crate::replication::Replication::start(&app.zones, &shutdown);
@@ -486,6 +550,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             reporter: Arc::clone(&app.reporter),
         },
         reporter: Arc::clone(&app.reporter),
+        recursion: app.recursion.clone().map(|r| {
+            let quiet = bound_addresses(&settings, &settings.listeners_without_recursion, &addrs);
+            r.without_recursion_on(quiet)
+        }),
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     runtime.spawn(Arc::clone(&app.reporter).run_summaries(shutdown.clone()));

@@ -7,6 +7,7 @@
 //! they share one queue (siblings of the one TCP tap kept here). A full queue
 //! drops the message and counts it: answering never waits for the logger.
 
+mod resolver;
 mod writer;
 
 use std::net::SocketAddr;
@@ -17,6 +18,7 @@ use bulwark_auth::Transport;
 use bulwark_dnstap::{MessageContext, MessageKind, Protocol, SinkConfig, Tap, Timestamp};
 
 use crate::settings::{Destination, DnstapSettings};
+pub use resolver::{ResolverTap, Upstream};
 pub use writer::TapWriter;
 
 /// Counters the statistics show.
@@ -100,6 +102,13 @@ impl TapSource {
         }
     }
 
+    /// A queue of its own for the resolving task; `None` once stopped or
+    /// when none of the kinds it logs is wanted.
+    pub fn resolver_tap(&self) -> Option<ResolverTap> {
+        let tap = self.sink.lock().ok()?.as_ref().map(TapWriter::tap)?;
+        ResolverTap::new(tap)
+    }
+
     /// A queue for one handler: its own for a UDP worker, the shared TCP
     /// queue for a TCP connection. `None` once stopped.
     fn tap_for(&self, transport: Transport) -> Option<Tap> {
@@ -140,10 +149,17 @@ struct TapOn {
 
 impl QueryTap {
     pub fn new(source: Option<&Arc<TapSource>>, transport: Transport) -> QueryTap {
-        // Off altogether (no clock read per query) unless one of the two
-        // kinds this role produces is wanted.
+        // Off altogether (no clock read per query) unless one of the kinds
+        // this role produces is wanted.
         let on = source.and_then(|s| s.tap_for(transport)).and_then(|tap| {
-            let wanted = tap.wants(MessageKind::AuthQuery) || tap.wants(MessageKind::AuthResponse);
+            let wanted = [
+                MessageKind::AuthQuery,
+                MessageKind::AuthResponse,
+                MessageKind::ClientQuery,
+                MessageKind::ClientResponse,
+            ]
+            .iter()
+            .any(|k| tap.wants(*k));
             wanted.then_some(TapOn {
                 tap,
                 protocol: match transport {
@@ -167,7 +183,24 @@ impl QueryTap {
         let Some(on) = self.on.as_mut() else {
             return;
         };
-        on.log(peer, local, query, response);
+        on.log(peer, local, query, response, ROLE_AUTH);
+    }
+
+    /// CLIENT_QUERY for a query the server recursed for, and CLIENT_RESPONSE
+    /// when it was answered at once (from the cache); a resolved answer's
+    /// CLIENT_RESPONSE is logged by the resolving task when it is sent.
+    #[inline]
+    pub fn client(
+        &mut self,
+        peer: SocketAddr,
+        local: SocketAddr,
+        query: &[u8],
+        response: Option<&[u8]>,
+    ) {
+        let Some(on) = self.on.as_mut() else {
+            return;
+        };
+        on.log(peer, local, query, response, ROLE_CLIENT);
     }
 
     /// Queues what was logged since the last call (see `Tap::flush`).
@@ -178,8 +211,20 @@ impl QueryTap {
     }
 }
 
+/// The kinds a query and its response are logged as, by the server's role.
+const ROLE_AUTH: (MessageKind, MessageKind) = (MessageKind::AuthQuery, MessageKind::AuthResponse);
+const ROLE_CLIENT: (MessageKind, MessageKind) =
+    (MessageKind::ClientQuery, MessageKind::ClientResponse);
+
 impl TapOn {
-    fn log(&mut self, peer: SocketAddr, local: SocketAddr, query: &[u8], response: Option<&[u8]>) {
+    fn log(
+        &mut self,
+        peer: SocketAddr,
+        local: SocketAddr,
+        query: &[u8],
+        response: Option<&[u8]>,
+        (query_kind, response_kind): (MessageKind, MessageKind),
+    ) {
         // One clock read per query: the answer is computed in microseconds,
         // below what dnstap readers show, and the handler is called after it.
         let now = wall_clock();
@@ -194,8 +239,8 @@ impl TapOn {
         // The kinds the sink does not want are skipped inside.
         self.tap.log_exchange(
             &ctx,
-            (MessageKind::AuthQuery, query),
-            response.map(|r| (MessageKind::AuthResponse, r)),
+            (query_kind, query),
+            response.map(|r| (response_kind, r)),
         );
     }
 }

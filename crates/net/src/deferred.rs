@@ -87,6 +87,20 @@ impl Responder {
         }
     }
 
+    /// Sends one message without waiting: from a task that must not wait on
+    /// one client (a resolver answering many). A TCP connection whose queue
+    /// is full counts as closed.
+    pub fn try_send(&self, msg: Vec<u8>) -> Result<(), ResponderClosed> {
+        match &self.kind {
+            Kind::Udp {
+                socket,
+                peer,
+                control,
+            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+            Kind::Tcp(tx) => tx.try_send(msg).map_err(|_| ResponderClosed),
+        }
+    }
+
     /// Sends one message from an async task.
     pub async fn send(&self, msg: Vec<u8>) -> Result<(), ResponderClosed> {
         match &self.kind {

@@ -113,6 +113,7 @@ pub fn answer_with(
         AnswerOutcome::Drop => AnswerOutcome::Drop,
         AnswerOutcome::Denied => AnswerOutcome::Denied,
         AnswerOutcome::Divert(d, _) => panic!("diverted to {d:?}"),
+        AnswerOutcome::Recurse(_) => panic!("recursion is off"),
     };
     Answered { outcome, wire: out }
 }

@@ -128,6 +128,11 @@ pub struct ServeArgs {
     /// and a last line `ready` to FILE, so that port 0 can be used.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// Test only: the server's clock starts at UNIX_SECONDS and runs on from
+    /// there; `ctl test-clock advance SECONDS` moves it forward. For
+    /// scenario tests that make TTLs expire without waiting.
+    #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
+    pub test_clock: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -168,6 +173,37 @@ pub enum CtlCommand {
         /// Print one JSON object instead.
         #[arg(long)]
         json: bool,
+    },
+    /// The resolver's cache.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+    /// Test only: move the clock of a server started with `--test-clock`.
+    #[command(subcommand, hide = true)]
+    TestClock(TestClockCommand),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum CacheCommand {
+    /// Entries, octets, hits, misses, insertions and evictions.
+    Stats,
+    /// Forget cached data: everything, or one name (`--name`), or a name and
+    /// everything below it (`--zone`).
+    Flush {
+        /// Forget this name's records of every type.
+        #[arg(long, value_name = "NAME", conflicts_with = "zone")]
+        name: Option<String>,
+        /// Forget this name and every name below it.
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TestClockCommand {
+    /// Move the clock forward.
+    Advance {
+        /// Seconds to move it by.
+        seconds: u64,
     },
 }
 
@@ -211,6 +247,15 @@ impl CtlCommand {
             CtlCommand::Zone(ZoneCommand::Read { zone }) => format!("zone read {zone}"),
             CtlCommand::Stats { json: false } => "stats".to_string(),
             CtlCommand::Stats { json: true } => "stats --json".to_string(),
+            CtlCommand::Cache(CacheCommand::Stats) => "cache stats".to_string(),
+            CtlCommand::Cache(CacheCommand::Flush { name, zone }) => match (name, zone) {
+                (Some(n), _) => format!("cache flush name {n}"),
+                (None, Some(z)) => format!("cache flush zone {z}"),
+                (None, None) => "cache flush".to_string(),
+            },
+            CtlCommand::TestClock(TestClockCommand::Advance { seconds }) => {
+                format!("test-clock advance {seconds}")
+            }
         }
     }
 }

@@ -58,6 +58,7 @@ pub fn build_dnstap(
     s: &DnstapSection,
     flag: Option<&str>,
     base_dir: &Path,
+    recursion: bool,
     loc: &dyn Locate,
     problems: &mut Vec<String>,
 ) -> Option<DnstapSettings> {
@@ -102,7 +103,13 @@ pub fn build_dnstap(
             None
         }
     };
-    let kinds = message_kinds(s.messages.as_deref(), loc, problems);
+    let kinds = match s.messages.as_deref() {
+        Some(items) => message_kinds(items, loc, problems),
+        None if recursion => KindSet::auth()
+            .with(MessageKind::ClientQuery)
+            .with(MessageKind::ClientResponse),
+        None => KindSet::auth(),
+    };
     let queue_size = match &s.queue_size {
         None => DEFAULT_QUEUE_SIZE,
         Some(q) if (1..=MAX_QUEUE_SIZE).contains(q.get_ref()) => *q.get_ref(),
@@ -194,16 +201,14 @@ pub fn parse_destination(
     }
 }
 
-/// `messages`; absent means AUTH_QUERY and AUTH_RESPONSE, the two an
-/// authoritative server produces.
+/// `messages`, when given. Absent, it means AUTH_QUERY and AUTH_RESPONSE,
+/// the two an authoritative server produces, and with `[resolver]` also
+/// CLIENT_QUERY and CLIENT_RESPONSE, what a resolver's clients see.
 fn message_kinds(
-    items: Option<&[Spanned<String>]>,
+    items: &[Spanned<String>],
     loc: &dyn Locate,
     problems: &mut Vec<String>,
 ) -> KindSet {
-    let Some(items) = items else {
-        return KindSet::auth();
-    };
     let mut kinds = KindSet::empty();
     for item in items {
         match MessageKind::from_str(item.get_ref()) {
@@ -261,7 +266,14 @@ mod tests {
 
     fn resolve(s: &DnstapSection, flag: Option<&str>) -> (Option<DnstapSettings>, Vec<String>) {
         let mut problems = Vec::new();
-        let r = build_dnstap(s, flag, Path::new("/etc/bulwark"), &Plain, &mut problems);
+        let r = build_dnstap(
+            s,
+            flag,
+            Path::new("/etc/bulwark"),
+            false,
+            &Plain,
+            &mut problems,
+        );
         (r, problems)
     }
 

@@ -14,6 +14,7 @@ mod dnstap;
 mod observability;
 mod pkcs11;
 mod replication;
+mod resolver;
 mod server;
 mod source;
 mod template;
@@ -76,6 +77,8 @@ pub struct ConfigFile {
     /// Settings of the zones a consumed catalog brings.
     #[serde(default)]
     pub template: BTreeMap<String, template::TemplateSection>,
+    /// Recursion: present turns it on.
+    pub resolver: Option<resolver::ResolverSection>,
 }
 
 /// Every problem found, one per line, each saying where.
@@ -178,7 +181,14 @@ fn resolve(
     let control_mode = control::resolve_mode(f.control.mode.as_ref(), src, p);
     let statistics = observability::build_statistics(&f.statistics);
     let prometheus = observability::build_prometheus(&f.prometheus, src, p);
-    let dnstap = dnstap::build_dnstap(&f.dnstap, args.dnstap.as_deref(), base_dir, src, p);
+    let dnstap = dnstap::build_dnstap(
+        &f.dnstap,
+        args.dnstap.as_deref(),
+        base_dir,
+        f.resolver.is_some(),
+        src,
+        p,
+    );
     let run_as = server::build_run_as(f.server.user.as_ref(), f.server.group.as_ref(), src, p);
     let control_socket =
         control::control_socket(args.control_socket.as_ref(), &f.control, base_dir);
@@ -190,10 +200,10 @@ fn resolve(
         .as_ref()
         .and_then(|r| defences::find_acl(r, &acls, src, p));
     // `[[listener]]` addresses join `listen`; the `--listen` flags replace both.
-    let listener_acls = if args.listen.is_empty() {
+    let listeners = if args.listen.is_empty() {
         server::listeners(&f.listeners, &acls, &mut listen, &mut listen_given, src, p)
     } else {
-        Vec::new()
+        server::Listeners::default()
     };
     let registry =
         replication::build_registry(&f.tsig_key, &f.remote, &f.acl, &acls, base_dir, src, p);
@@ -228,6 +238,7 @@ fn resolve(
         signing: &signing,
     };
     let (zones, zone_acls) = zone::build_zones(&f.zones, &args.zone, &tables, src, p);
+    let resolver = resolver::build_resolver(f.resolver.as_ref(), src, p);
 
     if !problems.is_empty() {
         return Err(ConfigError { problems });
@@ -258,7 +269,8 @@ fn resolve(
         log_level,
         zones,
         listener_acl,
-        listener_acls,
+        listener_acls: listeners.acls,
+        listeners_without_recursion: listeners.without_recursion,
         zone_acls,
         rrl,
         cookies,
@@ -272,5 +284,6 @@ fn resolve(
         query_log: f.log.queries.unwrap_or(false),
         keyring: Arc::new(registry.keyring()),
         storage,
+        resolver,
     })
 }

@@ -71,6 +71,17 @@ pub struct ServerSection {
 pub struct ListenerSection {
     pub address: Spanned<String>,
     pub acl: Option<Spanned<String>>,
+    /// With `[resolver]`: whether clients on this address may recurse
+    /// (default true, within `allow_recursion`).
+    pub recursion: Option<bool>,
+}
+
+/// What `[[listener]]` tables add: their ACLs, and the addresses that
+/// answer from local zones only.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    pub acls: Vec<(SocketAddr, Arc<Acl>)>,
+    pub without_recursion: Vec<SocketAddr>,
 }
 
 /// The addresses to serve, and whether the user gave them (else the
@@ -210,8 +221,8 @@ pub fn listeners(
     listen_given: &mut bool,
     src: &Source<'_>,
     problems: &mut Vec<String>,
-) -> Vec<(SocketAddr, Arc<Acl>)> {
-    let mut listener_acls = Vec::new();
+) -> Listeners {
+    let mut out = Listeners::default();
     for l in sections {
         let Ok(a) = l.address.get_ref().parse::<SocketAddr>() else {
             problems.push(src.at(
@@ -237,10 +248,13 @@ pub fn listeners(
             .as_ref()
             .and_then(|r| find_acl(r, acls, src, problems))
         {
-            listener_acls.push((a, acl));
+            out.acls.push((a, acl));
+        }
+        if l.recursion == Some(false) {
+            out.without_recursion.push(a);
         }
     }
-    listener_acls
+    out
 }
 
 /// `[server] user` and `group`: looks up `user` (and `group`, else the

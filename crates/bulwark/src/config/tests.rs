@@ -310,3 +310,91 @@ fn tcp_limits_map_from_the_server_table() {
     assert_eq!(s.tcp_limits.max_queries_per_connection, 9);
     assert_eq!(s.tcp_limits.message_timeout, Duration::ZERO);
 }
+
+#[test]
+fn no_resolver_section_means_no_recursion() {
+    assert!(settings("").unwrap().resolver.is_none());
+}
+
+#[test]
+fn a_bare_resolver_section_recurses_for_loopback_from_the_iana_root() {
+    let s = settings("[resolver]\n").unwrap();
+    let r = s.resolver.expect("recursion on");
+    assert_eq!(
+        r.engine.root_hints.len(),
+        crate::settings::IANA_ROOT_HINTS.len()
+    );
+    assert!(r.engine.qname_minimisation);
+    assert!(!r.engine.query_localhost);
+    assert_eq!(
+        r.allow_recursion.check("127.0.0.1".parse().unwrap()),
+        Access::Allow
+    );
+    assert_eq!(
+        r.allow_recursion.check("::1".parse().unwrap()),
+        Access::Allow
+    );
+    assert_eq!(
+        r.allow_recursion.check("192.0.2.1".parse().unwrap()),
+        Access::Refuse
+    );
+    // With a resolver, dnstap's default adds the client's messages.
+    let s = settings("[resolver]\n[dnstap]\ndestination = \"file:/tmp/x.tap\"\n").unwrap();
+    let kinds = s.dnstap.unwrap().kinds;
+    assert!(kinds.contains(bulwark_dnstap::MessageKind::ClientQuery));
+    assert!(kinds.contains(bulwark_dnstap::MessageKind::AuthQuery));
+}
+
+#[test]
+fn resolver_settings_are_read_with_ports_and_forward_zones() {
+    let s = settings(
+        "[resolver]\nroot_hints = [\"192.0.2.1\", \"192.0.2.2:5353\", \"[2001:db8::1]:53\"]\n\
+         qname_minimisation = false\nallow_recursion = [\"10.0.0.0/8\"]\ncache_size = 2097152\n\
+         serve_stale = \"1d\"\nquery_timeout_ms = 300\n\n\
+         [[resolver.forward]]\nzone = \"corp.example.\"\naddresses = [\"10.1.1.1\", \"10.1.1.2:5300\"]\nfirst = true\n",
+    )
+    .unwrap();
+    let r = s.resolver.unwrap();
+    let hints: Vec<String> = r.engine.root_hints.iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        hints,
+        ["192.0.2.1:53", "192.0.2.2:5353", "[2001:db8::1]:53"]
+    );
+    assert!(!r.engine.qname_minimisation);
+    assert_eq!(r.engine.cache_bytes, 2_097_152);
+    assert_eq!(r.engine.stale.unwrap().max_stale_secs, 86_400);
+    assert_eq!(r.engine.limits.query_timeout_ms, 300);
+    assert_eq!(
+        r.allow_recursion.check("127.0.0.1".parse().unwrap()),
+        Access::Refuse
+    );
+    let f = &r.engine.forwards[0];
+    assert_eq!(
+        f.zone,
+        Name::from_presentation(b"corp.example.", None).unwrap()
+    );
+    assert_eq!(f.addresses[1].to_string(), "10.1.1.2:5300");
+    assert!(f.fallback_to_iteration);
+}
+
+#[test]
+fn resolver_mistakes_name_their_line_and_column() {
+    let err = settings(
+        "[resolver]\nroot_hints = [\"192.0.2.1\", \"not an address\"]\n\
+         allow_recursion = [\"10.0.0.0/33\"]\ncache_size = 10\nserve_stale = \"forever\"\n\n\
+         [[resolver.forward]]\nzone = \"bad..name\"\naddresses = [\"10.0.0.1\"]\n",
+    )
+    .unwrap_err();
+    let at = |line: usize| {
+        err.problems
+            .iter()
+            .any(|p| p.starts_with(&format!("/etc/bulwark/bulwark.toml:{line}:")))
+    };
+    assert!(at(2) && at(3) && at(4) && at(5) && at(8), "{err}");
+    assert_eq!(err.problems.len(), 5, "{err}");
+    let err = settings("[resolver]\nrecursion = true\n").unwrap_err();
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:2:1: "),
+        "{err}"
+    );
+}

@@ -9,7 +9,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use bulwark_auth::{AnswerOutcome, Answerer, Divert, Request, Transport};
+use bulwark_auth::{AnswerOutcome, Answerer, Divert, Recursion, Request, Transport};
 use bulwark_net::{Deferred, Responder};
 use bulwark_proto::message::MessageView;
 use bulwark_proto::{Name, Rcode, Rtype};
@@ -212,13 +212,20 @@ fn signed_query(
     query: &SignedQuery,
     out: &mut Vec<u8>,
 ) -> Diverted {
-    match answerer.answer_view(zones, request, view, out) {
+    // A signed query is answered from our zones only: the resolver does not
+    // sign its answers.
+    let request = Request {
+        recursion: Recursion::Off,
+        ..*request
+    };
+    match answerer.answer_view(zones, &request, view, out) {
         AnswerOutcome::Respond { rcode, truncated } => {
             query.finish(rcode, truncated, out, unix_now()).into()
         }
         AnswerOutcome::Drop | AnswerOutcome::Denied => Diverted::Drop,
-        // Answering a message already read diverts nothing.
-        AnswerOutcome::Divert(..) => {
+        // Answering a message already read diverts nothing, and recursion
+        // is off.
+        AnswerOutcome::Divert(..) | AnswerOutcome::Recurse(_) => {
             let handled = query.refuse(view.as_bytes(), out, unix_now());
             if let Some(note) = handled.note {
                 noted(shared, request.client, note);

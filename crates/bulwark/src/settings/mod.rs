@@ -8,6 +8,7 @@ mod defences;
 mod dnssec;
 mod observability;
 mod replication;
+mod resolver;
 mod zone;
 
 use std::net::SocketAddr;
@@ -27,6 +28,7 @@ pub use observability::{
 pub use replication::{
     CatalogRole, KeyedAcl, Remote, ZoneReplication, ZoneTemplate, DEFAULT_JOURNAL_MAX_BYTES,
 };
+pub use resolver::{ResolverSettings, IANA_ROOT_HINTS};
 pub use zone::ZoneSpec;
 
 /// What the server runs with, validated.
@@ -68,6 +70,11 @@ pub struct Settings {
     /// The database file; `None` runs without one (no journal, no
     /// persistence of secondary zones, no dynamic updates).
     pub storage: Option<PathBuf>,
+    /// `[[listener]]` addresses with `recursion = false`: their clients are
+    /// answered from local zones only.
+    pub listeners_without_recursion: Vec<SocketAddr>,
+    /// Recursion; `None` when `[resolver]` is absent (authoritative only).
+    pub resolver: Option<ResolverSettings>,
 }
 
 /// The user and group to run as after binding, resolved to numeric ids.

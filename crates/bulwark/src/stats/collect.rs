@@ -37,6 +37,8 @@ pub struct Sources<'a> {
     pub dnstap: Option<crate::tap::TapCounters>,
     pub zones: &'a crate::zones::Zones,
     pub uptime: std::time::Duration,
+    /// `None` when recursion is off.
+    pub resolver: Option<super::resolver::ResolverFigures>,
 }
 
 /// Every metric family, in a stable order.
@@ -46,6 +48,9 @@ pub fn families(sources: &Sources<'_>) -> Vec<Family> {
         out.extend(registry_families(&sources.registry.snapshot()));
     }
     out.extend(server_families(sources));
+    if let Some(r) = &sources.resolver {
+        out.extend(super::resolver::families(r));
+    }
     out
 }
 

@@ -10,6 +10,7 @@
 pub mod collect;
 pub mod family;
 pub mod render;
+pub mod resolver;
 
 #[cfg(test)]
 mod tests;

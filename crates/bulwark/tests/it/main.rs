@@ -38,5 +38,6 @@ mod repl_pipeline;
 mod repl_primary;
 mod repl_secondary;
 mod repl_update;
+mod resolver_ops;
 mod server_config;
 mod server_e2e;

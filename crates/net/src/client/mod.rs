@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{ClientError, Operation};
-pub use random::{random_id, random_port};
+pub use random::{fill_random, random_id, random_port};
 pub use tcp::TransferStream;
 
 use matching::Expected;

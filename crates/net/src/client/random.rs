@@ -18,6 +18,12 @@ pub fn random_id() -> Result<u16, ClientError> {
     Ok(u16::from_be_bytes(octets))
 }
 
+/// Fills `buf` from the operating system's CSPRNG: for a caller that draws
+/// many numbers (a resolver's IDs and server choices) and buffers them.
+pub fn fill_random(buf: &mut [u8]) -> Result<(), ClientError> {
+    getrandom::fill(buf).map_err(ClientError::Random)
+}
+
 /// An unpredictable source port in the unprivileged range 1024..=65535
 /// (RFC 5452 §10: draw from as many ports as possible; RFC 6056 §3.2).
 pub fn random_port() -> Result<u16, ClientError> {

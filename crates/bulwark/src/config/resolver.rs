@@ -1,0 +1,278 @@
+//! `[resolver]`: recursion. Its presence turns recursion on for the clients
+//! `allow_recursion` lists (loopback unless it says otherwise).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use bulwark_guard::{Access, Acl, Network};
+use bulwark_resolver::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::source::Source;
+use crate::settings::{parse_origin, ResolverSettings, IANA_ROOT_HINTS};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolverSection {
+    /// Where priming goes (RFC 8109): addresses, with an optional port.
+    pub root_hints: Option<Vec<Spanned<String>>>,
+    pub qname_minimisation: Option<bool>,
+    /// Networks that may ask for recursion.
+    pub allow_recursion: Option<Vec<Spanned<String>>>,
+    /// Whether loopback addresses may be asked.
+    pub query_localhost: Option<bool>,
+    /// Octets the cache may hold.
+    pub cache_size: Option<Spanned<u64>>,
+    pub ttl_min: Option<u32>,
+    pub ttl_max: Option<u32>,
+    pub negative_ttl_max: Option<u32>,
+    /// RFC 8767: serve expired answers for this long when servers fail.
+    pub serve_stale: Option<Spanned<String>>,
+    /// RFC 8767 §5: how long a client waits before a stale answer is sent.
+    pub serve_stale_client_timeout_ms: Option<u64>,
+    /// Refresh popular entries before they expire.
+    pub prefetch: Option<bool>,
+    /// RFC 7873 cookies on queries to servers.
+    pub client_cookies: Option<bool>,
+    #[serde(default)]
+    pub forward: Vec<ForwardSection>,
+    #[serde(default)]
+    pub stub: Vec<StubSection>,
+    /// Queries one client question may send upstream in all.
+    pub max_upstream_queries: Option<u32>,
+    /// Milliseconds to wait for one server.
+    pub query_timeout_ms: Option<u64>,
+    /// Questions one client address may have waiting (DNSBomb).
+    pub max_pending_per_client: Option<usize>,
+    /// Queries in flight to one server at once.
+    pub max_outstanding_per_server: Option<usize>,
+    /// An answer resolved after the client waited this long is not sent.
+    pub discard_timeout_ms: Option<u64>,
+}
+
+/// `[[resolver.stub]]`: a zone whose authoritative servers are given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StubSection {
+    pub zone: Spanned<String>,
+    pub addresses: Vec<Spanned<String>>,
+}
+
+/// `[[resolver.forward]]`: a zone whose questions go to other resolvers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardSection {
+    pub zone: Spanned<String>,
+    pub addresses: Vec<Spanned<String>>,
+    /// `first`: when every forwarder fails, resolve it iteratively.
+    pub first: Option<bool>,
+}
+
+/// Loopback: who may recurse unless `allow_recursion` says otherwise.
+const DEFAULT_ALLOW: [&str; 2] = ["127.0.0.0/8", "::1/128"];
+/// The smallest cache that still holds a working set of delegations.
+const MIN_CACHE: u64 = 1 << 20;
+
+/// An address with an optional port (`192.0.2.1`, `192.0.2.1:5353`,
+/// `[2001:db8::1]:53`), port 53 when none is given.
+fn server_address(text: &str) -> Option<SocketAddr> {
+    let t = text.trim();
+    if let Ok(sa) = t.parse::<SocketAddr>() {
+        return Some(sa);
+    }
+    t.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, 53))
+}
+
+fn addresses(
+    items: &[Spanned<String>],
+    key: &str,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for item in items {
+        match server_address(item.get_ref()) {
+            Some(a) => out.push(a),
+            None => problems.push(src.at(
+                item.span(),
+                format!(
+                    "[resolver] {key}: `{}` is not an address (like 192.0.2.53, 192.0.2.53:5353 or [2001:db8::53]:53)",
+                    item.get_ref()
+                ),
+            )),
+        }
+    }
+    out
+}
+
+/// A forward or stub zone's name, or the problem with it.
+fn zone_name(
+    text: &Spanned<String>,
+    table: &str,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<bulwark_proto::Name> {
+    match parse_origin(text.get_ref()) {
+        Ok(z) => Some(z),
+        Err(e) => {
+            problems.push(src.at(
+                text.span(),
+                format!("{table} zone: `{}`: {e}", text.get_ref()),
+            ));
+            None
+        }
+    }
+}
+
+/// Validates `[resolver]`; `None` when it is absent.
+pub fn build_resolver(
+    section: Option<&ResolverSection>,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<ResolverSettings> {
+    let s = section?;
+    let defaults = ResolverConfig::default();
+    let root_hints = match &s.root_hints {
+        Some(items) => {
+            let hints = addresses(items, "root_hints", src, problems);
+            if hints.is_empty() && problems.is_empty() {
+                problems.push(format!(
+                    "{}: [resolver] root_hints: give at least one address",
+                    src.file.display()
+                ));
+            }
+            hints
+        }
+        None => IANA_ROOT_HINTS
+            .iter()
+            .filter_map(|a| server_address(a))
+            .collect(),
+    };
+    let mut rules = Vec::new();
+    match &s.allow_recursion {
+        Some(items) => {
+            for item in items {
+                match item.get_ref().trim().parse::<Network>() {
+                    Ok(n) => rules.push((n, Access::Allow)),
+                    Err(e) => problems.push(src.at(
+                        item.span(),
+                        format!("[resolver] allow_recursion: `{}`: {e}", item.get_ref()),
+                    )),
+                }
+            }
+        }
+        None => {
+            for n in DEFAULT_ALLOW
+                .iter()
+                .filter_map(|n| n.parse::<Network>().ok())
+            {
+                rules.push((n, Access::Allow));
+            }
+        }
+    }
+    let allow_recursion = Arc::new(Acl::new(rules, Access::Refuse));
+    let cache_bytes = match &s.cache_size {
+        Some(v) if *v.get_ref() < MIN_CACHE => {
+            problems.push(src.at(
+                v.span(),
+                format!("[resolver] cache_size: at least {MIN_CACHE} octets"),
+            ));
+            defaults.cache_bytes
+        }
+        Some(v) => usize::try_from(*v.get_ref()).unwrap_or(usize::MAX),
+        None => defaults.cache_bytes,
+    };
+    let stale = match &s.serve_stale {
+        None => None,
+        Some(v) => match crate::settings::parse_duration(v.get_ref()) {
+            Ok(0) => None,
+            Ok(secs) => Some(StaleConfig {
+                max_stale_secs: u32::try_from(secs).unwrap_or(u32::MAX),
+                stale_answer_ttl: 30,
+                client_timeout_ms: s.serve_stale_client_timeout_ms.unwrap_or(1_800),
+            }),
+            Err(e) => {
+                problems.push(src.at(v.span(), format!("[resolver] serve_stale: {e}")));
+                None
+            }
+        },
+    };
+    let mut forwards = Vec::new();
+    for f in &s.forward {
+        let Some(zone) = zone_name(&f.zone, "[[resolver.forward]]", src, problems) else {
+            continue;
+        };
+        let addrs = addresses(&f.addresses, "forward addresses", src, problems);
+        if addrs.is_empty() {
+            problems.push(src.at(
+                f.zone.span(),
+                format!("[[resolver.forward]] {zone}: give at least one address"),
+            ));
+        }
+        forwards.push(ForwardZone {
+            zone,
+            addresses: addrs,
+            fallback_to_iteration: f.first.unwrap_or(false),
+        });
+    }
+    let mut stubs = Vec::new();
+    for st in &s.stub {
+        let Some(zone) = zone_name(&st.zone, "[[resolver.stub]]", src, problems) else {
+            continue;
+        };
+        let addrs = addresses(&st.addresses, "stub addresses", src, problems);
+        if addrs.is_empty() {
+            problems.push(src.at(
+                st.zone.span(),
+                format!("[[resolver.stub]] {zone}: give at least one address"),
+            ));
+        }
+        stubs.push(StubZone {
+            zone,
+            addresses: addrs,
+        });
+    }
+    let limits = Limits {
+        max_upstream_queries: s
+            .max_upstream_queries
+            .unwrap_or(defaults.limits.max_upstream_queries)
+            .max(1),
+        query_timeout_ms: s
+            .query_timeout_ms
+            .unwrap_or(defaults.limits.query_timeout_ms)
+            .max(1),
+        max_pending_per_client: s
+            .max_pending_per_client
+            .unwrap_or(defaults.limits.max_pending_per_client)
+            .max(1),
+        max_outstanding_per_server: s
+            .max_outstanding_per_server
+            .unwrap_or(defaults.limits.max_outstanding_per_server)
+            .max(1),
+        discard_after_ms: s
+            .discard_timeout_ms
+            .unwrap_or(defaults.limits.discard_after_ms),
+        ..defaults.limits
+    };
+    let engine = ResolverConfig {
+        root_hints,
+        qname_minimisation: s.qname_minimisation.unwrap_or(defaults.qname_minimisation),
+        forwards,
+        stubs,
+        prefetch: s.prefetch.unwrap_or(defaults.prefetch),
+        client_cookies: s.client_cookies.unwrap_or(defaults.client_cookies),
+        query_localhost: s.query_localhost.unwrap_or(defaults.query_localhost),
+        ttl_min: s.ttl_min.unwrap_or(defaults.ttl_min),
+        ttl_max: s.ttl_max.unwrap_or(defaults.ttl_max),
+        negative_ttl_max: s.negative_ttl_max.unwrap_or(defaults.negative_ttl_max),
+        stale,
+        cache_bytes,
+        limits,
+        ..defaults
+    };
+    Some(ResolverSettings {
+        engine,
+        allow_recursion,
+    })
+}

@@ -1,0 +1,414 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! bulwark as a resolver, seen from outside: it resolves through knotd
+//! (a forward zone to a loopback port: root hints would lead, after
+//! priming, to the root servers' port 53), answers its own zones itself, refuses
+//! recursion to clients not listed (EDE 18), says why it fails (EDE 22),
+//! and its cache is seen and flushed with `bulwark ctl`, counted in the
+//! metrics, and expired by the test clock. dnstap carries its CLIENT_ and
+//! FORWARDER_ messages, decoded by dnstap-ldns.
+//!
+//! The deeper scenarios (referrals, glue, CNAME chains across zones, QNAME
+//! minimisation, lame servers) are Deckard's (`resolver_scenarios`) and the
+//! simulated internet's (`resolver_internet`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use bulwark_proto::message::{MessageView, OPTION_EDE};
+use hickory_proto::rr::RecordType;
+
+use crate::support::{self, Answer, ChildGuard, EdnsSpec, QuerySpec, Server, Transport};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Served by knotd; bulwark forwards `upstream.test.` to it.
+const UPSTREAM: &str = "$ORIGIN upstream.test.\n$TTL 300\n@ SOA ns admin 1 1800 900 604800 60\n@ NS ns\nns A 127.0.0.1\nwww A 192.0.2.80\nalias CNAME www\n";
+/// The zone bulwark serves itself.
+const LOCAL: &str = "$ORIGIN local.test.\n$TTL 300\n@ SOA ns admin 1 1800 900 604800 60\n@ NS ns\nns A 127.0.0.1\nwww A 198.51.100.7\n";
+
+/// knotd serving `upstream.test.` on a loopback port.
+fn upstream(dir: &Path) -> Option<Server> {
+    let zone = dir.join("upstream.zone");
+    std::fs::write(&zone, UPSTREAM).unwrap();
+    support::spawn_knotd(&[("upstream.test.", zone.as_path())])
+}
+
+struct Resolver {
+    process: ChildGuard,
+    addr: SocketAddr,
+    socket: PathBuf,
+    prometheus: Option<SocketAddr>,
+}
+
+/// bulwark forwarding `upstream.test.` to `upstream` (and using it as its
+/// root hint), serving `local.test.` itself, with `extra` appended to its
+/// configuration.
+fn resolver(dir: &Path, upstream: SocketAddr, extra: &str, args: &[&str]) -> Resolver {
+    std::fs::write(dir.join("local.zone"), LOCAL).unwrap();
+    let socket = dir.join("control.sock");
+    let config = dir.join("bulwark.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n\
+             [prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
+             [[zone]]\norigin = \"local.test.\"\nfile = \"local.zone\"\n\n\
+             [resolver]\nroot_hints = [\"{upstream}\"]\n{extra}\n\n\
+             [[resolver.forward]]\nzone = \"upstream.test.\"\naddresses = [\"{upstream}\"]\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let mut argv = vec![
+        "serve".to_string(),
+        "--config".to_string(),
+        config.display().to_string(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let (process, bound) = support::start_bulwark(&argv, &[], dir, "resolver");
+    Resolver {
+        process,
+        addr: bound.dns[0],
+        socket,
+        prometheus: bound.prometheus,
+    }
+}
+
+fn ctl(socket: &Path, words: &[&str]) -> Output {
+    Command::new(support::bulwark_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words)
+        .output()
+        .unwrap()
+}
+
+fn ctl_ok(socket: &Path, words: &[&str]) -> String {
+    let out = ctl(socket, words);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "ctl {words:?} failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn recursive(qname: &str, qtype: RecordType) -> QuerySpec {
+    QuerySpec {
+        rd: true,
+        edns: Some(EdnsSpec {
+            payload: 1232,
+            dnssec_ok: false,
+            version: 0,
+        }),
+        ..QuerySpec::new(qname, qtype)
+    }
+}
+
+fn ask(addr: SocketAddr, spec: &QuerySpec) -> Answer {
+    support::query(addr, spec, Transport::Udp, TIMEOUT).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+/// The raw response, for what hickory does not show (EDE).
+fn ask_raw(addr: SocketAddr, spec: &QuerySpec) -> Vec<u8> {
+    let wire = spec.to_wire(0x5151);
+    support::exchange_udp(addr, &wire, 0x5151, TIMEOUT).unwrap()
+}
+
+/// The Extended DNS Error info code of a response, if any.
+fn ede(raw: &[u8]) -> Option<u16> {
+    let view = MessageView::parse(raw).unwrap();
+    let edns = view.edns()?;
+    let opts = edns.option_bytes();
+    let mut at = 0;
+    while at + 4 <= opts.len() {
+        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
+        if code == OPTION_EDE {
+            return Some(u16::from_be_bytes([opts[at + 4], opts[at + 5]]));
+        }
+        at += 4 + len;
+    }
+    None
+}
+
+/// The TTL of the first answer record ("owner ttl class type rdata").
+fn first_ttl(a: &Answer) -> u32 {
+    a.answer[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
+#[test]
+fn resolves_through_knotd_and_answers_its_own_zones_itself() {
+    let dir = support::temp_dir("bulwark-resolver-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let r = resolver(dir.path(), knot.addr, "", &[]);
+
+    let a = ask(r.addr, &recursive("alias.upstream.test.", RecordType::A));
+    assert_eq!(a.rcode_name(), "NOERROR", "{a}");
+    assert!(a.ra && a.rd && !a.aa, "RA and RD set, AA clear: {a}");
+    assert_eq!(a.rdata_of("CNAME"), ["www.upstream.test."], "{a}");
+    assert_eq!(a.rdata_of("A"), ["192.0.2.80"], "{a}");
+
+    let nx = ask(r.addr, &recursive("nope.upstream.test.", RecordType::A));
+    assert_eq!(nx.rcode_name(), "NXDOMAIN", "{nx}");
+    assert!(nx.authority.iter().any(|r| r.contains("SOA")), "{nx}");
+
+    // Its own zone: answered from it, authoritatively, RD or not.
+    let own = ask(r.addr, &recursive("www.local.test.", RecordType::A));
+    assert!(own.aa, "{own}");
+    assert_eq!(own.rdata_of("A"), ["198.51.100.7"]);
+
+    // A question without RD for a name not ours: not authoritative.
+    let plain = ask_raw(
+        r.addr,
+        &QuerySpec {
+            rd: false,
+            ..recursive("www.upstream.test.", RecordType::A)
+        },
+    );
+    assert_eq!(
+        MessageView::parse(&plain).unwrap().rcode(),
+        bulwark_proto::Rcode::REFUSED
+    );
+    assert_eq!(ede(&plain), Some(20));
+    // Over TCP too.
+    let tcp = support::query(
+        r.addr,
+        &recursive("www.upstream.test.", RecordType::A),
+        Transport::Tcp,
+        TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(tcp.rdata_of("A"), ["192.0.2.80"], "{tcp}");
+    drop(r);
+}
+
+#[test]
+fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
+    let dir = support::temp_dir("bulwark-resolver-cache-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let start = 1_900_000_000u64;
+    let start_arg = start.to_string();
+    let r = resolver(dir.path(), knot.addr, "", &["--test-clock", &start_arg]);
+    let prometheus = r.prometheus.expect("prometheus bound");
+    let q = recursive("www.upstream.test.", RecordType::A);
+
+    let first = ask(r.addr, &q);
+    assert_eq!(first.rdata_of("A"), ["192.0.2.80"], "{first}");
+    let sent = metric(
+        &scrape(prometheus),
+        "bulwark_resolver_upstream_queries_total",
+    );
+    assert!(sent >= 1);
+
+    // Asked again: from the cache, no query upstream, the TTL counting down.
+    let again = ask(r.addr, &q);
+    assert!(first_ttl(&again) <= first_ttl(&first));
+    let text = scrape(prometheus);
+    assert_eq!(
+        metric(&text, "bulwark_resolver_upstream_queries_total"),
+        sent
+    );
+    assert!(metric(&text, "bulwark_resolver_answers_from_cache_total") >= 1);
+    assert!(metric(&text, "bulwark_resolver_cache_entries") >= 1);
+    let stats = ctl_ok(&r.socket, &["cache", "stats"]);
+    assert!(
+        stats
+            .lines()
+            .any(|l| l.starts_with("entries ") && l != "entries 0"),
+        "{stats}"
+    );
+
+    // 200 s later the TTL (300) has 100 s left; 400 s later it is gone.
+    ctl_ok(&r.socket, &["test-clock", "advance", "200"]);
+    let later = ask(r.addr, &q);
+    assert!(first_ttl(&later) <= 100, "{later}");
+    assert_eq!(
+        metric(
+            &scrape(prometheus),
+            "bulwark_resolver_upstream_queries_total"
+        ),
+        sent
+    );
+    ctl_ok(&r.socket, &["test-clock", "advance", "200"]);
+    let expired = ask(r.addr, &q);
+    assert_eq!(expired.rdata_of("A"), ["192.0.2.80"]);
+    let resent = metric(
+        &scrape(prometheus),
+        "bulwark_resolver_upstream_queries_total",
+    );
+    assert!(resent > sent, "expired data is asked for again");
+
+    // Flushing the name makes the next question go upstream again.
+    let out = ctl_ok(
+        &r.socket,
+        &["cache", "flush", "--name", "www.upstream.test."],
+    );
+    assert!(out.contains("flushed"), "{out}");
+    ask(r.addr, &q);
+    let after_flush = metric(
+        &scrape(prometheus),
+        "bulwark_resolver_upstream_queries_total",
+    );
+    assert!(after_flush > resent);
+    let out = ctl_ok(&r.socket, &["cache", "flush"]);
+    assert!(out.contains("flushed"), "{out}");
+    assert!(ctl_ok(&r.socket, &["cache", "stats"]).contains("entries 0"));
+    drop(r);
+}
+
+#[test]
+fn the_test_clock_and_the_cache_commands_say_when_they_do_not_apply() {
+    let dir = support::temp_dir("bulwark-resolver-clock-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let r = resolver(dir.path(), knot.addr, "", &[]);
+    let said = |out: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let out = ctl(&r.socket, &["test-clock", "advance", "10"]);
+    assert!(!out.status.success());
+    assert!(said(&out).contains("--test-clock"), "{}", said(&out));
+    drop(r);
+
+    // Without [resolver]: the cache commands say recursion is off.
+    let auth = support::spawn_bulwark(
+        &[],
+        &[
+            "--control-socket",
+            dir.path().join("a.sock").to_str().unwrap(),
+        ],
+    );
+    let out = ctl(&dir.path().join("a.sock"), &["cache", "stats"]);
+    assert!(!out.status.success());
+    assert!(said(&out).contains("recursion is off"), "{}", said(&out));
+    drop(auth);
+}
+
+#[test]
+fn clients_not_allowed_to_recurse_are_refused_with_ede_18() {
+    let dir = support::temp_dir("bulwark-resolver-acl-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    // Only 10/8 may recurse; the test asks from 127.0.0.1.
+    let r = resolver(
+        dir.path(),
+        knot.addr,
+        "allow_recursion = [\"10.0.0.0/8\"]",
+        &[],
+    );
+    let raw = ask_raw(r.addr, &recursive("www.upstream.test.", RecordType::A));
+    let view = MessageView::parse(&raw).unwrap();
+    assert_eq!(view.rcode(), bulwark_proto::Rcode::REFUSED);
+    assert_eq!(ede(&raw), Some(18));
+    // Its own zone is still answered.
+    let own = ask(r.addr, &recursive("www.local.test.", RecordType::A));
+    assert_eq!(own.rdata_of("A"), ["198.51.100.7"]);
+    drop(r);
+}
+
+#[test]
+fn an_unreachable_root_is_servfail_saying_no_reachable_authority() {
+    let dir = support::temp_dir("bulwark-resolver-down-");
+    // A port nobody listens on: every query is refused by the kernel.
+    let dead: SocketAddr = ([127, 0, 0, 1], support::free_port()).into();
+    let r = resolver(
+        dir.path(),
+        dead,
+        "query_timeout_ms = 200\nmax_upstream_queries = 6",
+        &[],
+    );
+    let raw = ask_raw(r.addr, &recursive("www.upstream.test.", RecordType::A));
+    let view = MessageView::parse(&raw).unwrap();
+    assert_eq!(view.rcode(), bulwark_proto::Rcode::SERVFAIL);
+    let code = ede(&raw);
+    assert!(
+        matches!(code, Some(22 | 23)),
+        "EDE 22 (no reachable authority) or 23 (network error), not {code:?}"
+    );
+    drop(r);
+}
+
+fn scrape(addr: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
+#[test]
+fn dnstap_logs_client_and_resolver_messages_that_dnstap_ldns_reads() {
+    let dir = support::temp_dir("bulwark-resolver-tap-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let Some(ldns) = support::require_tool("dnstap-ldns") else {
+        return;
+    };
+    let tap = dir.path().join("resolver.tap");
+    let extra = format!(
+        "\n[dnstap]\ndestination = \"file:{}\"\nmessages = [\"client_query\", \"client_response\", \"forwarder_query\", \"forwarder_response\"]\n",
+        tap.display()
+    );
+    let mut r = resolver(dir.path(), knot.addr, &extra, &[]);
+    ask(r.addr, &recursive("www.upstream.test.", RecordType::A));
+    // From the cache: CLIENT_QUERY and CLIENT_RESPONSE logged by the worker.
+    ask(r.addr, &recursive("www.upstream.test.", RecordType::A));
+    r.process.signal("TERM");
+    r.process
+        .wait_exit(TIMEOUT)
+        .expect("bulwark stops on SIGTERM");
+    let text = support::run_tool(&ldns, &["-r".to_string(), tap.display().to_string()]);
+    // Forwarded: FORWARDER_QUERY and FORWARDER_RESPONSE (FQ, FR).
+    for mark in ["CQ", "CR", "FQ", "FR"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!(" {mark} ")) && l.contains("www.upstream.test")),
+            "no {mark} line for www.upstream.test in:\n{text}"
+        );
+    }
+    // Two client questions, each with its response.
+    let cq = text.lines().filter(|l| l.contains(" CQ ")).count();
+    let cr = text.lines().filter(|l| l.contains(" CR ")).count();
+    assert_eq!((cq, cr), (2, 2), "{text}");
+}
