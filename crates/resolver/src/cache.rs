@@ -54,15 +54,20 @@ pub enum Data {
     /// The name exists, the type does not (RFC 2308 §2.2).
     NoData {
         soa: Option<RrSet>,
+        extra: Vec<RrSet>,
     },
     /// The name does not exist (RFC 2308 §2.1), kept under [`NXDOMAIN`].
     NxDomain {
         soa: Option<RrSet>,
+        extra: Vec<RrSet>,
     },
 }
 
 /// The type under which an NXDOMAIN is kept: 0 is reserved (RFC 6895 §3.1).
 pub const NXDOMAIN: Rtype = Rtype(0);
+
+/// CNAME hops followed from a name server's name to its addresses.
+const ALIAS_HOPS: usize = 8;
 
 #[derive(Debug)]
 pub struct Entry {
@@ -222,11 +227,14 @@ impl Cache {
         }
     }
 
-    /// The fresh A and AAAA addresses held for `name`.
+    /// The fresh A and AAAA addresses held for `name`, through a held CNAME
+    /// chain: a name server named by an alias breaks RFC 2181 §10.3, but it
+    /// is common, and Unbound and BIND follow it.
     pub fn addresses(&self, name: &Name, now: Millis) -> Vec<IpAddr> {
+        let name = self.alias_target(name, now);
         let mut out = Vec::new();
         for t in [Rtype::A, Rtype::AAAA] {
-            if let Some((set, _)) = self.rrset(name, t, now) {
+            if let Some((set, _)) = self.rrset(&name, t, now) {
                 out.extend(set.addresses());
             }
         }
@@ -234,14 +242,30 @@ impl Cache {
     }
 
     /// Whether `name`'s address lookups are already answered (with data or
-    /// with a negative answer) for both types.
+    /// with a negative answer) for both types, through a held CNAME chain.
     pub fn addresses_known(&self, name: &Name, now: Millis) -> bool {
-        if self.get(name, NXDOMAIN, now, false).is_some() {
+        let name = self.alias_target(name, now);
+        if self.get(&name, NXDOMAIN, now, false).is_some() {
             return true;
         }
         [Rtype::A, Rtype::AAAA]
             .iter()
-            .all(|t| self.get(name, *t, now, false).is_some())
+            .all(|t| self.get(&name, *t, now, false).is_some())
+    }
+
+    /// Where the fresh CNAMEs held from `name` lead (a few hops at most).
+    fn alias_target(&self, name: &Name, now: Millis) -> Name {
+        let mut at = name.to_lowercase();
+        for _ in 0..ALIAS_HOPS {
+            let next = self
+                .rrset(&at, Rtype::CNAME, now)
+                .and_then(|(set, _)| set.target_names().into_iter().next());
+            match next {
+                Some(target) => at = target.to_lowercase(),
+                None => break,
+            }
+        }
+        at
     }
 
     /// The closest enclosing zone cut whose NS set is held: the set and its
@@ -273,6 +297,7 @@ impl Cache {
         name: &Name,
         rtype: Option<Rtype>,
         soa: Option<RrSet>,
+        extra: Vec<RrSet>,
         trust: Trust,
         now: Millis,
     ) {
@@ -281,8 +306,11 @@ impl Cache {
         };
         let ttl = ttl.min(self.negative_ttl_max);
         let (key, data) = match rtype {
-            None => ((name.to_lowercase(), NXDOMAIN), Data::NxDomain { soa }),
-            Some(t) => ((name.to_lowercase(), t), Data::NoData { soa }),
+            None => (
+                (name.to_lowercase(), NXDOMAIN),
+                Data::NxDomain { soa, extra },
+            ),
+            Some(t) => ((name.to_lowercase(), t), Data::NoData { soa, extra }),
         };
         self.insert(key, data, ttl, trust, now);
     }
@@ -292,7 +320,12 @@ impl Cache {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let weight = match &data {
             Data::Positive(s) => s.weight(),
-            Data::NoData { soa } | Data::NxDomain { soa } => soa.as_ref().map_or(64, RrSet::weight),
+            Data::NoData { soa, extra } | Data::NxDomain { soa, extra } => {
+                extra.iter().map(RrSet::weight).fold(
+                    soa.as_ref().map_or(64, RrSet::weight),
+                    usize::saturating_add,
+                )
+            }
         }
         .saturating_add(key.0.wire_len());
         let entry = Arc::new(Entry {
@@ -337,7 +370,7 @@ impl Cache {
         now: Millis,
         allow_stale: bool,
     ) -> Option<Resolution> {
-        let result = self.answer_inner(qname, qtype, now, allow_stale);
+        let result = self.answer_inner(qname, qtype, now, allow_stale, Trust::NonAuthAnswer);
         let counter = if result.is_some() {
             &self.hits
         } else {
@@ -347,12 +380,20 @@ impl Cache {
         result
     }
 
+    /// What the cache says to the resolver's own lookup of a name server's
+    /// address: glue counts there (it is what glue is for), though never
+    /// in an answer to a client.
+    pub fn answer_for_lookup(&self, qname: &Name, qtype: Rtype, now: Millis) -> Option<Resolution> {
+        self.answer_inner(qname, qtype, now, false, Trust::Additional)
+    }
+
     fn answer_inner(
         &self,
         qname: &Name,
         qtype: Rtype,
         now: Millis,
         allow_stale: bool,
+        least: Trust,
     ) -> Option<Resolution> {
         let mut answer = Vec::new();
         let mut name = qname.clone();
@@ -369,9 +410,9 @@ impl Cache {
             if let Some(found) = self.get(&name, NXDOMAIN, now, allow_stale) {
                 stale |= found.stale;
                 let ttl = ttl_of(&found);
-                if let Data::NxDomain { soa } = &found.entry.data {
+                if let Data::NxDomain { soa, extra } = &found.entry.data {
                     due |= found.entry.refresh_due(now);
-                    let r = Resolution::negative(Rcode::NXDOMAIN, answer, soa, ttl);
+                    let r = Resolution::negative(Rcode::NXDOMAIN, answer, soa, extra, ttl);
                     return Some(r.stale(stale).refresh_due(due));
                 }
             }
@@ -380,12 +421,15 @@ impl Cache {
                 let ttl = ttl_of(&found);
                 due |= found.entry.refresh_due(now);
                 match &found.entry.data {
+                    // RFC 2181 §5.4.1: glue and a referral's NS set are
+                    // never an answer; the zone's own servers are asked.
+                    Data::Positive(_) if found.entry.trust < least => return None,
                     Data::Positive(set) => {
                         answer.push(with_ttl(set, ttl));
                         return Some(Resolution::answer(answer).stale(stale).refresh_due(due));
                     }
-                    Data::NoData { soa } => {
-                        let r = Resolution::negative(Rcode::NOERROR, answer, soa, ttl);
+                    Data::NoData { soa, extra } => {
+                        let r = Resolution::negative(Rcode::NOERROR, answer, soa, extra, ttl);
                         return Some(r.stale(stale).refresh_due(due));
                     }
                     Data::NxDomain { .. } => {}
@@ -394,16 +438,75 @@ impl Cache {
             if qtype == Rtype::CNAME {
                 return None;
             }
-            let found = self.get(&name, Rtype::CNAME, now, allow_stale)?;
+            let Some(found) = self.get(&name, Rtype::CNAME, now, allow_stale) else {
+                // A DNAME above the name, with the CNAME it synthesises
+                // (RFC 6672 §3.1): both go in the answer.
+                let (dname, found, target) = self.dname_above(&name, now, allow_stale)?;
+                stale |= found.stale;
+                due |= found.entry.refresh_due(now);
+                let ttl = ttl_of(&found);
+                let mut cname = RrSet::new(name.clone(), Rtype::CNAME, ttl);
+                cname.push(Rdata::Cname(target.clone()).to_wire(), ttl);
+                if !answer
+                    .iter()
+                    .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
+                {
+                    answer.push(with_ttl(&dname, ttl));
+                }
+                answer.push(cname);
+                name = target;
+                continue;
+            };
             stale |= found.stale;
             due |= found.entry.refresh_due(now);
             let ttl = ttl_of(&found);
             let Data::Positive(set) = &found.entry.data else {
                 return None;
             };
+            if found.entry.trust < least {
+                return None;
+            }
             let target = set.target_names().into_iter().next()?;
             answer.push(with_ttl(set, ttl));
             name = target;
+        }
+        None
+    }
+
+    /// Keeps the CNAMEs and DNAMEs of an answer's chain, except the CNAMEs
+    /// a DNAME synthesised: they are made again from the DNAME when the
+    /// cache answers, so that the DNAME goes out with them.
+    pub fn insert_chain(&self, chain: &[RrSet], trust: Trust, now: Millis) {
+        let mut after_dname = false;
+        for set in chain {
+            let synthesised = after_dname && set.rtype == Rtype::CNAME;
+            after_dname = set.rtype == Rtype::DNAME;
+            if !synthesised {
+                self.insert_rrset(set.clone(), trust, now);
+            }
+        }
+    }
+
+    /// The closest held DNAME above `name`, its entry, and the name it
+    /// rewrites `name` to.
+    fn dname_above(
+        &self,
+        name: &Name,
+        now: Millis,
+        allow_stale: bool,
+    ) -> Option<(RrSet, Found, Name)> {
+        let mut at = name.parent();
+        while let Some(owner) = at {
+            if let Some(found) = self.get(&owner, Rtype::DNAME, now, allow_stale) {
+                let Data::Positive(set) = &found.entry.data else {
+                    return None;
+                };
+                let target = set.target_names().into_iter().next()?;
+                let new = name.replace_suffix(&owner, &target)?.ok()?;
+                let set = set.clone();
+                return Some((set, found, new.to_lowercase()));
+            }
+            at = owner.parent();
         }
         None
     }

@@ -56,15 +56,22 @@ pub enum Kind {
         glue: Vec<RrSet>,
     },
     /// The name at the end of `chain` does not exist (RFC 2308 §2.1).
+    /// `extra`: the rest of the authority section within the SOA's zone
+    /// (its NS set, NSEC records), passed on to clients as received.
     NxDomain {
         chain: Vec<RrSet>,
         soa: Option<RrSet>,
+        extra: Vec<RrSet>,
     },
     /// The name exists without the type (RFC 2308 §2.2).
     NoData {
         chain: Vec<RrSet>,
         soa: Option<RrSet>,
+        extra: Vec<RrSet>,
     },
+    /// YXDOMAIN: a DNAME would rewrite the name past 255 octets (RFC 6672
+    /// §2.2); the DNAME goes to the client with that rcode.
+    TooLong { dname: RrSet },
     /// The server has no authority for the zone (or says nothing useful).
     Lame(&'static str),
     /// An error rcode: another server may do better.
@@ -75,15 +82,30 @@ pub enum Kind {
 /// §2.2's YXDOMAIN case: the new name would be too long).
 const MAX_CHAIN: usize = 16;
 
+/// Authority RRsets kept with a negative answer beyond its SOA (an NS set,
+/// NSEC or NSEC3 records and their signatures need far fewer).
+const MAX_NEGATIVE_EXTRA: usize = 8;
+
 /// Reads `view`, the response to `asked`.
 pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
     let msg = view.as_bytes();
     let header = view.header();
     let rcode = view.rcode();
+    let believed = |owner: &Name| asked.forwarding || owner.ends_with(asked.zone);
+    if rcode == Rcode::YXDOMAIN {
+        let answers = rrsets(msg, view.answers(), &believed);
+        let qname = asked.qname.to_lowercase();
+        let dname = answers
+            .into_values()
+            .find(|s| s.rtype == Rtype::DNAME && qname.is_below(&s.owner));
+        return match dname {
+            Some(dname) => Kind::TooLong { dname },
+            None => Kind::Failure(rcode),
+        };
+    }
     if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
         return Kind::Failure(rcode);
     }
-    let believed = |owner: &Name| asked.forwarding || owner.ends_with(asked.zone);
     let answers = rrsets(msg, view.answers(), &believed);
     let authoritative = header.flags.aa || asked.forwarding;
 
@@ -107,21 +129,39 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
         if asked.qtype == Rtype::CNAME {
             break;
         }
-        if let Some(cname) = answers.get(&(name.clone(), Rtype::CNAME)) {
-            let Some(target) = cname.target_names().into_iter().next() else {
-                break;
-            };
-            chain.push(cname.clone());
-            name = target.to_lowercase();
-            continue;
-        }
+        // A DNAME above the name comes first: the CNAME beside it in the
+        // answer is the one it synthesises (RFC 6672 §3.1), and both are
+        // passed on.
         if let Some((dname, synthesised)) = dname_for(&answers, &name) {
             let Some(target) = synthesised.target_names().into_iter().next() else {
                 break;
             };
-            chain.push(dname);
+            let looped = visited(&chain, &target) || target.to_lowercase() == name;
+            // One DNAME may rewrite several links of a chain: it is in the
+            // answer once.
+            if !chain
+                .iter()
+                .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
+            {
+                chain.push(dname);
+            }
             chain.push(synthesised);
             name = target.to_lowercase();
+            if looped {
+                break;
+            }
+            continue;
+        }
+        if let Some(cname) = answers.get(&(name.clone(), Rtype::CNAME)) {
+            let Some(target) = cname.target_names().into_iter().next() else {
+                break;
+            };
+            let looped = visited(&chain, &target) || cname.owner == target.to_lowercase();
+            chain.push(cname.clone());
+            name = target.to_lowercase();
+            if looped {
+                break;
+            }
             continue;
         }
         break;
@@ -132,8 +172,10 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
         .values()
         .find(|s| s.rtype == Rtype::SOA && name.ends_with(&s.owner))
         .cloned();
+    let extra = || negative_extra(&authority, soa.as_ref());
     if rcode == Rcode::NXDOMAIN {
-        return Kind::NxDomain { chain, soa };
+        let extra = extra();
+        return Kind::NxDomain { chain, soa, extra };
     }
     // A delegation: an NS set for a zone strictly below the one asked, at or
     // above the name sought (RFC 1034 §4.3.2 step 3b).
@@ -144,7 +186,10 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
         .filter(|s| asked.forwarding || s.owner.label_count() > asked.zone.label_count())
         .max_by_key(|s| s.owner.label_count())
         .cloned();
-    if let (Some(ns), false) = (&referral, header.flags.aa || asked.forwarding) {
+    // AA set on a delegation is a server's mistake, not a NODATA: without a
+    // SOA, an NS set below the zone asked is followed (as Unbound does).
+    let negative = soa.is_some() && header.flags.aa;
+    if let (Some(ns), false) = (&referral, negative || asked.forwarding) {
         if chain.is_empty() {
             let glue = glue(msg, view, ns, &believed);
             return Kind::Referral {
@@ -161,16 +206,63 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
             authoritative,
         };
     }
-    if soa.is_some() || header.flags.aa {
-        return Kind::NoData { chain, soa };
+    // Seen before the bailiwick filter: an NS set above the zone asked is
+    // outside it, and is what makes the answer an upward referral.
+    let upward = view.authority().any(|r| {
+        r.rtype == Rtype::NS && {
+            let owner = r.owner.to_lowercase();
+            asked.zone.ends_with(&owner) && owner != *asked.zone
+        }
+    });
+    // An upward referral is lame even with AA set; a NODATA without a SOA
+    // is believed only from a server that says it is authoritative.
+    if soa.is_some() || (header.flags.aa && !upward) {
+        let extra = extra();
+        return Kind::NoData { chain, soa, extra };
     }
-    if authority
-        .values()
-        .any(|s| s.rtype == Rtype::NS && asked.zone.ends_with(&s.owner))
+    // Records for the name of another type, and nothing else: the name
+    // exists without the type asked (Knot Resolver reads it so too).
+    if answers.keys().any(|(owner, _)| *owner == name) {
+        return Kind::NoData {
+            chain,
+            soa: None,
+            extra: Vec::new(),
+        };
+    }
+    if upward
+        || authority
+            .values()
+            .any(|s| s.rtype == Rtype::NS && s.owner == *asked.zone)
     {
         return Kind::Lame("a referral to the zone asked, or above it");
     }
     Kind::Lame("neither data, nor a negative answer, nor a referral")
+}
+
+/// The authority records that go with a negative answer besides its SOA:
+/// those of the SOA's zone, addresses aside, in a stable order.
+fn negative_extra(authority: &HashMap<(Name, Rtype), RrSet>, soa: Option<&RrSet>) -> Vec<RrSet> {
+    let Some(soa) = soa else {
+        return Vec::new();
+    };
+    let mut extra: Vec<RrSet> = authority
+        .values()
+        .filter(|s| s.owner.ends_with(&soa.owner))
+        .filter(|s| !matches!(s.rtype, Rtype::SOA | Rtype::A | Rtype::AAAA))
+        .cloned()
+        .collect();
+    extra.sort_by(|a, b| (&a.owner, a.rtype.0).cmp(&(&b.owner, b.rtype.0)));
+    extra.truncate(MAX_NEGATIVE_EXTRA);
+    extra
+}
+
+/// Whether the chain already went through `name` (a loop: stop there, and
+/// let the caller see the repeated name).
+fn visited(chain: &[RrSet], name: &Name) -> bool {
+    let name = name.to_lowercase();
+    chain
+        .iter()
+        .any(|s| s.rtype == Rtype::CNAME && s.owner == name)
 }
 
 /// The answer's DNAME covering `name` (its owner a proper ancestor), with the

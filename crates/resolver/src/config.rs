@@ -160,6 +160,21 @@ impl Default for ResolverConfig {
 }
 
 impl ResolverConfig {
+    /// Whether `ip` is a server the operator named (a root hint, a
+    /// forwarder, a stub server): such an address is used even when it is
+    /// loopback and the DNS told us about it too.
+    pub fn is_configured(&self, ip: std::net::IpAddr) -> bool {
+        self.root_hints.iter().any(|s| s.ip() == ip)
+            || self
+                .forwards
+                .iter()
+                .any(|f| f.addresses.iter().any(|s| s.ip() == ip))
+            || self
+                .stubs
+                .iter()
+                .any(|z| z.addresses.iter().any(|s| s.ip() == ip))
+    }
+
     /// The stub zone covering `name`, the longest that does.
     pub fn stub_for(&self, name: &Name) -> Option<&StubZone> {
         self.stubs

@@ -40,8 +40,15 @@ impl Resolution {
 
     /// NXDOMAIN or NODATA (`rcode` NOERROR) after `answer`'s chain, with the
     /// SOA counted down to `ttl` (RFC 2308 §3: the SOA goes in the
-    /// authority section, its TTL the negative TTL).
-    pub fn negative(rcode: Rcode, answer: Vec<RrSet>, soa: &Option<RrSet>, ttl: u32) -> Resolution {
+    /// authority section, its TTL the negative TTL), then the `extra`
+    /// authority records received with it, none kept longer than the SOA.
+    pub fn negative(
+        rcode: Rcode,
+        answer: Vec<RrSet>,
+        soa: &Option<RrSet>,
+        extra: &[RrSet],
+        ttl: u32,
+    ) -> Resolution {
         let authority = soa
             .iter()
             .map(|s| {
@@ -49,6 +56,11 @@ impl Resolution {
                 s.ttl = ttl;
                 s
             })
+            .chain(extra.iter().map(|s| {
+                let mut s = s.clone();
+                s.ttl = s.ttl.min(ttl);
+                s
+            }))
             .collect();
         Resolution {
             rcode,

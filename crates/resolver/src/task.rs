@@ -86,6 +86,9 @@ pub(crate) struct Task {
     pub stale_at: Option<Millis>,
     /// A background refresh (prefetch): no client waits for it.
     pub refresh: bool,
+    /// Times the task went back to a parent zone's servers because none of
+    /// a cut's servers could be reached or found.
+    pub climbs: u8,
 }
 
 impl Task {
@@ -121,6 +124,7 @@ impl Task {
             last_error: None,
             stale_at: None,
             refresh: false,
+            climbs: 0,
         }
     }
 
@@ -147,6 +151,10 @@ const DNS_PORT: u16 = 53;
 /// Address lookups a task starts at once: enough to find a server without
 /// fanning out (NXNSAttack sends referrals with many NS names and no glue).
 const LOOKUPS_AT_ONCE: u32 = 2;
+
+/// Times one task goes back to a parent zone for a delegation it cannot
+/// use (each costs a query or two, within the budget).
+const MAX_CLIMBS: u8 = 2;
 
 impl Resolver {
     /// Runs task `id` until it waits or ends.
@@ -178,7 +186,13 @@ impl Resolver {
         // target), the cache is used as usual.
         let use_cache = !(task.refresh && task.chain.is_empty());
         let cached = if use_cache {
-            self.cache.answer(&task.current, task.qtype, now, false)
+            // A name server's address lookup may use glue; a client may not
+            // be given it (RFC 2181 §5.4.1).
+            if task.depth > 0 && task.clients.is_empty() {
+                self.cache.answer_for_lookup(&task.current, task.qtype, now)
+            } else {
+                self.cache.answer(&task.current, task.qtype, now, false)
+            }
         } else {
             None
         };
@@ -234,6 +248,18 @@ impl Resolver {
         let Some(server) = self.pick(&servers, &cut.servers, &cut.zone, task, now) else {
             if self.start_lookups(task, &cut, now) {
                 return Step::Wait;
+            }
+            if let Some(parent) = self.parent_cut(task, &cut, now) {
+                // No server of the cut can be asked: its addresses expired
+                // and resolving them needs the cut itself (an in-zone name
+                // server), or every one failed. The parent's servers give
+                // the delegation again, glue included.
+                task.climbs = task.climbs.saturating_add(1);
+                task.cut = Some(parent);
+                task.tried.clear();
+                task.qmin_labels = None;
+                task.looked_up.clear();
+                return Step::Continue;
             }
             if cut.forwarders && forward.as_ref().is_some_and(|f| f.fallback_to_iteration) {
                 task.forward_failed = true;
@@ -313,6 +339,43 @@ impl Resolver {
         }
     }
 
+    /// The cut above `cut` to go back to, when that is worth a try: a name
+    /// server's address is missing; not for the root, hints, forwarders or
+    /// stub zones, nor more than twice.
+    fn parent_cut(&self, task: &Task, cut: &Cut, now: Millis) -> Option<Cut> {
+        if cut.from_hints || cut.forwarders || !cut.servers.is_empty() || task.climbs >= MAX_CLIMBS
+        {
+            return None;
+        }
+        // Only a name server whose address is unknown makes it worth it:
+        // servers that were asked and failed would be given again.
+        if cut
+            .ns_names
+            .iter()
+            .all(|ns| !self.cache.addresses(ns, now).is_empty())
+        {
+            return None;
+        }
+        let parent = cut.zone.parent()?;
+        let above = match self.cache.closest_ns(&parent, now) {
+            Some(ns) => Cut {
+                zone: ns.owner.to_lowercase(),
+                ns_names: ns_names(&ns),
+                servers: Vec::new(),
+                forwarders: false,
+                from_hints: false,
+            },
+            None => Cut {
+                zone: Name::root(),
+                ns_names: Vec::new(),
+                servers: self.config.root_hints.clone(),
+                forwarders: false,
+                from_hints: true,
+            },
+        };
+        Some(above)
+    }
+
     /// The cut's servers: given ones, or its NS targets' cached addresses.
     fn servers_of(&self, cut: &Cut, now: Millis) -> Vec<SocketAddr> {
         let mut out: Vec<SocketAddr> = cut.servers.clone();
@@ -342,7 +405,10 @@ impl Resolver {
         let allowed: Vec<SocketAddr> = servers
             .iter()
             .filter(|s| {
-                self.config.query_localhost || !s.ip().is_loopback() || configured.contains(s)
+                self.config.query_localhost
+                    || !s.ip().is_loopback()
+                    || configured.contains(s)
+                    || self.config.is_configured(s.ip())
             })
             .copied()
             .collect();
@@ -711,11 +777,10 @@ impl Resolver {
                         return self.descend(task, data, glue, now);
                     }
                     task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
                     return Step::Continue;
                 }
-                for set in &chain {
-                    self.cache.insert_rrset(set.clone(), trust, now);
-                }
+                self.cache.insert_chain(&chain, trust, now);
                 self.cache.insert_rrset(data.clone(), trust, now);
                 for g in glue {
                     self.cache.insert_rrset(g, Trust::Additional, now);
@@ -732,6 +797,7 @@ impl Resolver {
             } => {
                 if minimised {
                     task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
                     return Step::Continue;
                 }
                 let trust = if authoritative && !forwarding {
@@ -756,12 +822,23 @@ impl Resolver {
                     .any(|s| s.owner == target)
                     || target == task.qname
                 {
-                    return Step::Fail(ede::OTHER, "CNAME loop");
+                    // The loop goes to the client as far as it was followed
+                    // (as Knot Resolver does), with the SERVFAIL.
+                    let mut failure = Resolution::failure(ede::OTHER, "CNAME loop");
+                    failure.answer = task.chain.iter().chain(chain.iter()).cloned().collect();
+                    return Step::Done(failure);
                 }
-                for set in &chain {
-                    self.cache.insert_rrset(set.clone(), trust, now);
+                self.cache.insert_chain(&chain, trust, now);
+                for set in chain {
+                    let known = set.rtype == Rtype::DNAME
+                        && task
+                            .chain
+                            .iter()
+                            .any(|s| s.rtype == Rtype::DNAME && s.owner == set.owner);
+                    if !known {
+                        task.chain.push(set);
+                    }
                 }
-                task.chain.extend(chain);
                 task.current = target;
                 task.cut = None;
                 Step::Continue
@@ -774,32 +851,38 @@ impl Resolver {
                 }
                 self.descend(task, ns, glue, now)
             }
-            Kind::NxDomain { chain, soa } => {
+            Kind::NxDomain { chain, soa, extra } => {
                 let trust = if forwarding {
                     Trust::NonAuthAnswer
                 } else {
                     Trust::AuthAuthority
                 };
-                // RFC 8020: nothing exists below a name that does not exist,
-                // so a minimised query's NXDOMAIN answers the full name too.
-                let missing = if minimised {
-                    out.query.name.clone()
-                } else {
-                    chain_end(&task.current, &chain)
-                };
-                for set in &chain {
-                    self.cache.insert_rrset(set.clone(), trust, now);
+                if minimised {
+                    // RFC 8020 says nothing exists below a name that does
+                    // not exist, but servers that answer NXDOMAIN for empty
+                    // non-terminals are common, and an unvalidated NXDOMAIN
+                    // can be forged: the full name is asked (RFC 9156 §2.3,
+                    // as Unbound does when not strict).
+                    task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
+                    return Step::Continue;
                 }
+                let missing = chain_end(&task.current, &chain);
+                self.cache.insert_chain(&chain, trust, now);
                 self.cache
-                    .insert_negative(&missing, None, soa.clone(), trust, now);
+                    .insert_negative(&missing, None, soa.clone(), extra.clone(), trust, now);
                 let mut answer = task.chain.clone();
-                if !minimised {
-                    answer.extend(chain);
-                }
+                answer.extend(chain);
                 let ttl = soa.as_ref().map_or(0, |s| s.ttl);
-                Step::Done(Resolution::negative(Rcode::NXDOMAIN, answer, &soa, ttl))
+                Step::Done(Resolution::negative(
+                    Rcode::NXDOMAIN,
+                    answer,
+                    &soa,
+                    &extra,
+                    ttl,
+                ))
             }
-            Kind::NoData { chain, soa } => {
+            Kind::NoData { chain, soa, extra } => {
                 if minimised {
                     // An empty non-terminal, or a name that is no zone cut:
                     // one label more, same servers.
@@ -813,15 +896,37 @@ impl Resolver {
                     Trust::AuthAuthority
                 };
                 let end = chain_end(&task.current, &chain);
-                for set in &chain {
-                    self.cache.insert_rrset(set.clone(), trust, now);
-                }
-                self.cache
-                    .insert_negative(&end, Some(task.qtype), soa.clone(), trust, now);
+                self.cache.insert_chain(&chain, trust, now);
+                self.cache.insert_negative(
+                    &end,
+                    Some(task.qtype),
+                    soa.clone(),
+                    extra.clone(),
+                    trust,
+                    now,
+                );
                 let mut answer = task.chain.clone();
                 answer.extend(chain);
                 let ttl = soa.as_ref().map_or(0, |s| s.ttl);
-                Step::Done(Resolution::negative(Rcode::NOERROR, answer, &soa, ttl))
+                Step::Done(Resolution::negative(
+                    Rcode::NOERROR,
+                    answer,
+                    &soa,
+                    &extra,
+                    ttl,
+                ))
+            }
+            Kind::TooLong { dname } => {
+                if minimised {
+                    task.qmin_off = true;
+                    task.tried.retain(|ip| *ip != out.server);
+                    return Step::Continue;
+                }
+                let mut answer = task.chain.clone();
+                answer.push(dname);
+                let mut r = Resolution::answer(answer);
+                r.rcode = Rcode::YXDOMAIN;
+                Step::Done(r)
             }
             Kind::Lame(reason) => {
                 if minimised {
