@@ -15,12 +15,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # the Prometheus text parser (metrics tests), systemd-analyze (unit check),
 # SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token), and for the
 # Debian package test (crates/bulwark/tests/it/package_deb.rs) dpkg-shlibdeps, lintian, man and
-# adduser.
+# adduser, and libfaketime (package faketime) for Unbound's clock in the
+# Deckard resolver scenarios (crates/bulwark/tests/it/resolver_scenarios.rs).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
     ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
     python3-prometheus-client
     systemd softhsm2 opensc
-    dpkg-dev lintian man-db adduser)
+    dpkg-dev lintian man-db adduser
+    faketime)
 
 CURRENT_STEP="start"
 step() {

@@ -18,14 +18,16 @@
 //!
 //! Beside the peer rule, it holds what several crates' tests would otherwise
 //! each write again: [`CountingAllocator`], a global allocator that counts
-//! (for the tests that prove a path does not allocate), and [`wire`], raw
-//! query bytes and TCP framing.
+//! (for the tests that prove a path does not allocate), [`wire`], raw
+//! query bytes and TCP framing, and [`netns`], a private network namespace
+//! for tests that must bind addresses the machine does not own.
 //!
 //! `unsafe` is denied (the workspace lint, restated here) everywhere but in
 //! the counting allocator's module: `GlobalAlloc` is an `unsafe` trait.
 #![deny(unsafe_code)]
 
 mod alloc;
+pub mod netns;
 pub mod wire;
 
 pub use alloc::CountingAllocator;
