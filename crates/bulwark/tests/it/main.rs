@@ -41,6 +41,7 @@ mod repl_update;
 mod resolver_internet;
 mod resolver_ops;
 mod resolver_own_scenarios;
+mod resolver_poisoning;
 mod resolver_scenarios;
 mod server_config;
 mod server_e2e;
