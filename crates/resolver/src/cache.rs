@@ -28,6 +28,7 @@ use bulwark_proto::rdata::Rdata;
 use bulwark_proto::{Name, Rcode, Rtype};
 
 use crate::config::ResolverConfig;
+use crate::packed::{PackedSet, ALLOCATION_OVERHEAD};
 use crate::response::Resolution;
 use crate::rrset::RrSet;
 use crate::Millis;
@@ -50,21 +51,57 @@ pub enum Trust {
 /// What an entry holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Data {
-    Positive(RrSet),
+    Positive(PackedSet),
     /// The name exists, the type does not (RFC 2308 §2.2).
-    NoData {
-        soa: Option<RrSet>,
-        extra: Vec<RrSet>,
-    },
+    NoData(Box<Negative>),
     /// The name does not exist (RFC 2308 §2.1), kept under [`NXDOMAIN`].
-    NxDomain {
-        soa: Option<RrSet>,
-        extra: Vec<RrSet>,
-    },
+    NxDomain(Box<Negative>),
+}
+
+/// What a negative answer holds: its SOA and the rest of its authority
+/// section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negative {
+    pub soa: Option<PackedSet>,
+    pub extra: Vec<PackedSet>,
+}
+
+impl Negative {
+    fn pack(soa: Option<&RrSet>, extra: &[RrSet]) -> Negative {
+        Negative {
+            soa: soa.map(PackedSet::pack),
+            extra: extra.iter().map(PackedSet::pack).collect(),
+        }
+    }
+
+    /// The SOA and the extra sets, unpacked for an answer.
+    fn unpack(&self) -> (Option<RrSet>, Vec<RrSet>) {
+        (
+            self.soa.as_ref().and_then(PackedSet::unpack),
+            self.extra.iter().filter_map(PackedSet::unpack).collect(),
+        )
+    }
+
+    fn weight(&self) -> usize {
+        self.extra
+            .iter()
+            .map(PackedSet::weight)
+            .fold(
+                self.soa.as_ref().map_or(0, PackedSet::weight),
+                usize::saturating_add,
+            )
+            .saturating_add(std::mem::size_of::<Negative>())
+            .saturating_add(ALLOCATION_OVERHEAD)
+    }
 }
 
 /// The type under which an NXDOMAIN is kept: 0 is reserved (RFC 6895 §3.1).
 pub const NXDOMAIN: Rtype = Rtype(0);
+
+/// What the map's slot and the eviction queue's cost an entry beyond the
+/// entry and its key: two pointers and a hash in the map, a pointer and a
+/// generation in the queue, the `Arc` counts of the entry and of the key.
+const ENTRY_BOOKKEEPING: usize = 16 + 8 + 24 + 2 * 16 + 2 * ALLOCATION_OVERHEAD;
 
 /// CNAME hops followed from a name server's name to its addresses.
 const ALIAS_HOPS: usize = 8;
@@ -118,7 +155,45 @@ impl Found {
     }
 }
 
-type Key = (Name, Rtype);
+/// An entry's key: the owner's wire form in lowercase, then the type's two
+/// octets. Shared by the map and the eviction queue; looked up with a
+/// [`KeyBuf`] built on the stack, so a lookup allocates nothing.
+type Key = Arc<[u8]>;
+
+/// A key built for a lookup.
+struct KeyBuf {
+    buf: [u8; KEY_MAX],
+    len: usize,
+}
+
+const KEY_MAX: usize = bulwark_proto::name::MAX_NAME_LEN + 2;
+
+impl KeyBuf {
+    fn new(name: &Name, rtype: Rtype) -> KeyBuf {
+        let mut buf = [0u8; KEY_MAX];
+        let wire = name.as_wire();
+        let n = wire.len().min(KEY_MAX - 2);
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), wire.get(..n)) {
+            dst.copy_from_slice(src);
+            dst.make_ascii_lowercase();
+        }
+        let end = n.saturating_add(2);
+        if let Some(t) = buf.get_mut(n..end) {
+            t.copy_from_slice(&rtype.0.to_be_bytes());
+        }
+        KeyBuf { buf, len: end }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// The owner name a key holds.
+fn key_name(key: &[u8]) -> Option<Name> {
+    let wire = key.get(..key.len().checked_sub(2)?)?;
+    Name::from_wire(wire).ok()
+}
 
 #[derive(Debug, Default)]
 struct Shard {
@@ -187,7 +262,7 @@ impl Cache {
         }
     }
 
-    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+    fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
         let hash = self.hasher.hash_one(key);
         let i = usize::try_from(hash.checked_rem(SHARDS as u64).unwrap_or(0)).unwrap_or(0);
         // `shards` has SHARDS entries, so `spare` is never used; it keeps the
@@ -203,9 +278,9 @@ impl Cache {
 
     /// The entry for `name` and `rtype`: fresh, or stale if `allow_stale`.
     pub fn get(&self, name: &Name, rtype: Rtype, now: Millis, allow_stale: bool) -> Option<Found> {
-        let key = (name.to_lowercase(), rtype);
-        let shard = self.shard(&key);
-        let entry = shard.map.get(&key)?;
+        let key = KeyBuf::new(name, rtype);
+        let shard = self.shard(key.as_slice());
+        let entry = shard.map.get(key.as_slice())?;
         if entry.expires > now {
             return Some(Found {
                 entry: Arc::clone(entry),
@@ -222,7 +297,7 @@ impl Cache {
     pub fn rrset(&self, name: &Name, rtype: Rtype, now: Millis) -> Option<(RrSet, u32)> {
         let found = self.get(name, rtype, now, false)?;
         match &found.entry.data {
-            Data::Positive(set) => Some((set.clone(), found.ttl_left(now))),
+            Data::Positive(set) => Some((set.unpack()?, found.ttl_left(now))),
             _ => None,
         }
     }
@@ -285,8 +360,8 @@ impl Cache {
     /// is held. The TTL is clamped to the configured bounds.
     pub fn insert_rrset(&self, set: RrSet, trust: Trust, now: Millis) {
         let ttl = set.ttl.clamp(self.ttl_min, self.ttl_max);
-        let key = (set.owner.to_lowercase(), set.rtype);
-        self.insert(key, Data::Positive(set), ttl, trust, now);
+        let key = KeyBuf::new(&set.owner, set.rtype);
+        self.insert(&key, Data::Positive(PackedSet::pack(&set)), ttl, trust, now);
     }
 
     /// Keeps a negative answer for `name` (and `rtype` for NODATA). Its TTL
@@ -305,29 +380,27 @@ impl Cache {
             return;
         };
         let ttl = ttl.min(self.negative_ttl_max);
+        let negative = Box::new(Negative::pack(soa.as_ref(), &extra));
         let (key, data) = match rtype {
-            None => (
-                (name.to_lowercase(), NXDOMAIN),
-                Data::NxDomain { soa, extra },
-            ),
-            Some(t) => ((name.to_lowercase(), t), Data::NoData { soa, extra }),
+            None => (KeyBuf::new(name, NXDOMAIN), Data::NxDomain(negative)),
+            Some(t) => (KeyBuf::new(name, t), Data::NoData(negative)),
         };
-        self.insert(key, data, ttl, trust, now);
+        self.insert(&key, data, ttl, trust, now);
     }
 
-    fn insert(&self, key: Key, data: Data, ttl: u32, trust: Trust, now: Millis) {
+    fn insert(&self, key: &KeyBuf, data: Data, ttl: u32, trust: Trust, now: Millis) {
+        let key = key.as_slice();
         let expires = now.saturating_add(u64::from(ttl).saturating_mul(1000));
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        // The entry, its key (once: the queue shares it), the map's slot
+        // and the queue's, and the allocator's headers.
         let weight = match &data {
             Data::Positive(s) => s.weight(),
-            Data::NoData { soa, extra } | Data::NxDomain { soa, extra } => {
-                extra.iter().map(RrSet::weight).fold(
-                    soa.as_ref().map_or(64, RrSet::weight),
-                    usize::saturating_add,
-                )
-            }
+            Data::NoData(n) | Data::NxDomain(n) => n.weight(),
         }
-        .saturating_add(key.0.wire_len());
+        .saturating_add(std::mem::size_of::<Entry>())
+        .saturating_add(key.len())
+        .saturating_add(ENTRY_BOOKKEEPING);
         let entry = Arc::new(Entry {
             data,
             expires,
@@ -338,15 +411,16 @@ impl Cache {
             generation,
             weight,
         });
-        let mut shard = self.shard(&key);
-        if let Some(old) = shard.map.get(&key) {
+        let mut shard = self.shard(key);
+        if let Some(old) = shard.map.get(key) {
             // RFC 2181 §5.4.1: lower-ranked data never replaces fresh
             // higher-ranked data.
             if old.expires > now && old.trust > trust {
                 return;
             }
         }
-        if let Some(old) = shard.map.insert(key.clone(), entry) {
+        let key: Key = Arc::from(key);
+        if let Some(old) = shard.map.insert(Arc::clone(&key), entry) {
             shard.bytes = shard.bytes.saturating_sub(old.weight);
         }
         shard.bytes = shard.bytes.saturating_add(weight);
@@ -407,15 +481,6 @@ impl Cache {
                     f.ttl_left(now)
                 }
             };
-            if let Some(found) = self.get(&name, NXDOMAIN, now, allow_stale) {
-                stale |= found.stale;
-                let ttl = ttl_of(&found);
-                if let Data::NxDomain { soa, extra } = &found.entry.data {
-                    due |= found.entry.refresh_due(now);
-                    let r = Resolution::negative(Rcode::NXDOMAIN, answer, soa, extra, ttl);
-                    return Some(r.stale(stale).refresh_due(due));
-                }
-            }
             if let Some(found) = self.get(&name, qtype, now, allow_stale) {
                 stale |= found.stale;
                 let ttl = ttl_of(&found);
@@ -425,14 +490,27 @@ impl Cache {
                     // never an answer; the zone's own servers are asked.
                     Data::Positive(_) if found.entry.trust < least => return None,
                     Data::Positive(set) => {
-                        answer.push(with_ttl(set, ttl));
+                        answer.push(with_ttl(set.unpack()?, ttl));
                         return Some(Resolution::answer(answer).stale(stale).refresh_due(due));
                     }
-                    Data::NoData { soa, extra } => {
-                        let r = Resolution::negative(Rcode::NOERROR, answer, soa, extra, ttl);
+                    Data::NoData(negative) => {
+                        let (soa, extra) = negative.unpack();
+                        let r = Resolution::negative(Rcode::NOERROR, answer, &soa, &extra, ttl);
                         return Some(r.stale(stale).refresh_due(due));
                     }
-                    Data::NxDomain { .. } => {}
+                    Data::NxDomain(_) => {}
+                }
+            }
+            // The type asked for first: a hit needs one lookup. A name
+            // known not to exist is next.
+            if let Some(found) = self.get(&name, NXDOMAIN, now, allow_stale) {
+                stale |= found.stale;
+                let ttl = ttl_of(&found);
+                if let Data::NxDomain(negative) = &found.entry.data {
+                    due |= found.entry.refresh_due(now);
+                    let (soa, extra) = negative.unpack();
+                    let r = Resolution::negative(Rcode::NXDOMAIN, answer, &soa, &extra, ttl);
+                    return Some(r.stale(stale).refresh_due(due));
                 }
             }
             if qtype == Rtype::CNAME {
@@ -451,7 +529,7 @@ impl Cache {
                     .iter()
                     .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
                 {
-                    answer.push(with_ttl(&dname, ttl));
+                    answer.push(with_ttl(dname.clone(), ttl));
                 }
                 answer.push(cname);
                 name = target;
@@ -466,6 +544,7 @@ impl Cache {
             if found.entry.trust < least {
                 return None;
             }
+            let set = set.unpack()?;
             let target = set.target_names().into_iter().next()?;
             answer.push(with_ttl(set, ttl));
             name = target;
@@ -501,9 +580,9 @@ impl Cache {
                 let Data::Positive(set) = &found.entry.data else {
                     return None;
                 };
+                let set = set.unpack()?;
                 let target = set.target_names().into_iter().next()?;
                 let new = name.replace_suffix(&owner, &target)?.ok()?;
-                let set = set.clone();
                 return Some((set, found, new.to_lowercase()));
             }
             at = owner.parent();
@@ -514,20 +593,20 @@ impl Cache {
     /// Forgets `name`'s entries of every type.
     pub fn flush_name(&self, name: &Name) -> usize {
         let name = name.to_lowercase();
-        self.retain(|key| key.0 != name)
+        self.retain(|key| key_name(key).is_none_or(|n| n != name))
     }
 
     /// Forgets every entry at or below `zone`.
     pub fn flush_zone(&self, zone: &Name) -> usize {
         let zone = zone.to_lowercase();
-        self.retain(|key| !key.0.ends_with(&zone))
+        self.retain(|key| key_name(key).is_none_or(|n| !n.ends_with(&zone)))
     }
 
     pub fn flush_all(&self) -> usize {
         self.retain(|_| false)
     }
 
-    fn retain(&self, keep: impl Fn(&Key) -> bool) -> usize {
+    fn retain(&self, keep: impl Fn(&[u8]) -> bool) -> usize {
         let mut removed = 0usize;
         for m in &self.shards {
             let mut shard = m.lock().unwrap_or_else(PoisonError::into_inner);
@@ -607,8 +686,7 @@ fn negative_ttl(soa: &RrSet) -> Option<u32> {
     Some(soa.ttl.min(minimum))
 }
 
-fn with_ttl(set: &RrSet, ttl: u32) -> RrSet {
-    let mut s = set.clone();
-    s.ttl = ttl;
-    s
+fn with_ttl(mut set: RrSet, ttl: u32) -> RrSet {
+    set.ttl = ttl;
+    set
 }

@@ -39,6 +39,7 @@ pub mod classify;
 pub mod config;
 pub mod engine;
 pub mod infra;
+pub mod packed;
 pub mod response;
 pub mod rrset;
 mod task;

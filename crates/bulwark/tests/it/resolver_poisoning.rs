@@ -576,14 +576,23 @@ fn kaminsky_race_against_one_name_fails() {
         let (bulwark, addr) = start_bulwark(dir.path());
 
         let mut rng = Rng(0x7261_6365);
+        let mut honest = 0usize;
         for round in 0..RACE_ROUNDS {
             let name = format!("race-{round}-{:x}.victim.example.", rng.next() >> 16);
             let answer = resolve(&bulwark, addr, &name);
+            // On a loaded machine the slow true answer may come after the
+            // resolver gave up (SERVFAIL); a forged answer never wins.
             assert!(
-                !carries_forgery(&answer) && answer.rcode_name() == "NXDOMAIN",
+                !carries_forgery(&answer)
+                    && matches!(answer.rcode_name().as_str(), "NXDOMAIN" | "SERVFAIL"),
                 "round {round}: a forged response won the race for {name}: {answer}"
             );
+            honest += usize::from(answer.rcode_name() == "NXDOMAIN");
         }
+        assert!(
+            honest > RACE_ROUNDS / 2,
+            "only {honest} of {RACE_ROUNDS} rounds got the true answer: the race was not run"
+        );
         let answer = resolve(&bulwark, addr, "www.victim.example.");
         assert!(
             !carries_forgery(&answer) && answer.rdata_of("A") == ["192.0.2.80"],
