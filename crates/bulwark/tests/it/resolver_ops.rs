@@ -285,6 +285,53 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
 }
 
 #[test]
+fn the_cache_survives_a_reload() {
+    let dir = support::temp_dir("bulwark-resolver-reload-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let r = resolver(dir.path(), knot.addr, "", &[]);
+    let prometheus = r.prometheus.expect("prometheus bound");
+    let q = recursive("www.upstream.test.", RecordType::A);
+    assert_eq!(ask(r.addr, &q).rdata_of("A"), ["192.0.2.80"]);
+    let sent = metric(
+        &scrape(prometheus),
+        "bulwark_resolver_upstream_queries_total",
+    );
+    let entries = |r: &Resolver| {
+        ctl_ok(&r.socket, &["cache", "stats"])
+            .lines()
+            .find_map(|l| l.strip_prefix("entries ").map(str::to_string))
+            .unwrap_or_default()
+    };
+    let before = entries(&r);
+    assert_ne!(before, "0");
+
+    // A reload re-reads the zones (local.test. changes) and keeps the cache.
+    std::fs::write(
+        dir.path().join("local.zone"),
+        LOCAL
+            .replace("1 1800", "2 1800")
+            .replace("198.51.100.7", "198.51.100.8"),
+    )
+    .unwrap();
+    ctl_ok(&r.socket, &["reload"]);
+    let local = ask(r.addr, &recursive("www.local.test.", RecordType::A));
+    assert_eq!(local.rdata_of("A"), ["198.51.100.8"], "{local}");
+    assert_eq!(entries(&r), before);
+    assert_eq!(ask(r.addr, &q).rdata_of("A"), ["192.0.2.80"]);
+    assert_eq!(
+        metric(
+            &scrape(prometheus),
+            "bulwark_resolver_upstream_queries_total"
+        ),
+        sent,
+        "answered from the cache kept across the reload"
+    );
+    drop(r);
+}
+
+#[test]
 fn the_test_clock_and_the_cache_commands_say_when_they_do_not_apply() {
     let dir = support::temp_dir("bulwark-resolver-clock-");
     let Some(knot) = upstream(dir.path()) else {
