@@ -690,3 +690,27 @@ fn with_ttl(mut set: RrSet, ttl: u32) -> RrSet {
     set.ttl = ttl;
     set
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// What `cache_size` counts for the commonest entry, a one-address
+    /// RRset, stays near what it costs (docs/resolver.md says about 300
+    /// octets; Unbound's rrset and message caches spend more per name).
+    #[test]
+    fn a_one_address_rrset_weighs_what_the_docs_say() {
+        let cache = Cache::new(&ResolverConfig::default());
+        for i in 0..1000u32 {
+            let owner: Name = format!("host{i}.example.com.").parse().unwrap();
+            let mut set = RrSet::new(owner, Rtype::A, 300);
+            set.push(i.to_be_bytes().to_vec(), 300);
+            cache.insert_rrset(set, Trust::AuthAnswer, 0);
+        }
+        let stats = cache.stats();
+        assert_eq!(stats.entries, 1000);
+        let each = stats.bytes / stats.entries;
+        assert!((250..=350).contains(&each), "{each} octets an entry");
+    }
+}
