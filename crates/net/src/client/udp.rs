@@ -11,7 +11,6 @@ use tokio::net::UdpSocket;
 use super::error::{ClientError, Operation};
 use super::matching::Expected;
 use super::random::random_port;
-use crate::frame::MAX_MESSAGE_LEN;
 
 /// Random ports tried before leaving the choice to the kernel: one in use
 /// (by another socket of ours, or another program) is simply drawn again.
@@ -74,7 +73,11 @@ pub(crate) async fn exchange(
             operation: Operation::Send,
             after: timeout,
         })??;
-    let mut buf = vec![0u8; MAX_MESSAGE_LEN];
+    // Room for the largest response a query can ask for over UDP: its EDNS
+    // payload size (bulwark asks for 1232; at most 4096 is honoured, RFC
+    // 6891 §6.2.5 advice), not a 64 KiB buffer zeroed for every query,
+    // which cost a resolver's miss path more than its own work.
+    let mut buf = vec![0u8; receive_buffer(query)];
     loop {
         let (n, from) = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf))
             .await
@@ -89,3 +92,18 @@ pub(crate) async fn exchange(
         tracing::trace!(%server, octets = n, "a datagram that is not the response was dropped");
     }
 }
+
+/// What a response to `query` may need over UDP: 512 octets without EDNS
+/// (RFC 1035 §4.2.1), else the payload size the query's OPT offers, within
+/// 512 and [`MAX_UDP_RESPONSE`]. A larger datagram is cut short by the
+/// kernel and read as a malformed response.
+fn receive_buffer(query: &[u8]) -> usize {
+    bulwark_proto::MessageView::parse(query)
+        .ok()
+        .and_then(|view| view.edns().map(|e| usize::from(e.udp_payload_size)))
+        .map_or(512, |size| size.clamp(512, MAX_UDP_RESPONSE))
+}
+
+/// The largest UDP response read: RFC 6891 §6.2.5 advises no payload size
+/// above 4096 octets.
+const MAX_UDP_RESPONSE: usize = 4096;
