@@ -91,6 +91,9 @@ pub struct ServerHandler {
     recursed: bool,
     /// A response to be finished later, taken by the transport.
     deferred: Option<Deferred>,
+    /// A resolution's answer: one message, which responses to later queries
+    /// may overtake (RFC 7766 §6.2.1.1).
+    deferred_reply: Option<Deferred>,
 }
 
 impl ServerHandler {
@@ -113,6 +116,7 @@ impl ServerHandler {
             recursion: shared.recursion.clone(),
             recursed: false,
             deferred: None,
+            deferred_reply: None,
         }
     }
 
@@ -184,6 +188,10 @@ impl QueryHandler for ServerHandler {
 
     fn take_deferred(&mut self) -> Option<Deferred> {
         self.deferred.take()
+    }
+
+    fn take_deferred_reply(&mut self) -> Option<Deferred> {
+        self.deferred_reply.take()
     }
 }
 
@@ -378,7 +386,7 @@ impl ServerHandler {
                 };
                 return match recursion.defer(&request, client) {
                     Some(job) => {
-                        self.deferred = Some(job);
+                        self.deferred_reply = Some(job);
                         self.decided(Fate::Deferred, Said::NOTHING)
                     }
                     None => self.decided(Fate::Dropped(DropReason::Unanswerable), Said::NOTHING),

@@ -93,6 +93,16 @@ pub trait QueryHandler {
     fn take_deferred(&mut self) -> Option<Deferred> {
         None
     }
+
+    /// Asked after `handle` returned `false` and `take_deferred` had
+    /// nothing: a single response the handler will finish later that may go
+    /// out after responses to later queries (a resolution). Over TCP the
+    /// connection goes on reading and answering while it runs and sends it
+    /// when it comes (RFC 7766 §6.2.1.1); over UDP it is like
+    /// `take_deferred`.
+    fn take_deferred_reply(&mut self) -> Option<Deferred> {
+        None
+    }
 }
 
 impl<F> QueryHandler for F

@@ -14,7 +14,8 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::client_conns::{AllBusy, ClientSlot, ClientTable};
@@ -367,6 +368,9 @@ async fn serve_connection<H: QueryHandler>(
     let mut out: Vec<u8> = Vec::new();
     let mut responses: Vec<u8> = Vec::new();
     let mut answered: u32 = 0;
+    // Responses still being made that later ones may overtake (RFC 7766
+    // §6.2.1.1): each ends with its message, or with none.
+    let mut replies: JoinSet<Option<Vec<u8>>> = JoinSet::new();
     // When the message now in progress must be complete by.
     let mut message_deadline: Option<Instant> = None;
     loop {
@@ -378,6 +382,15 @@ async fn serve_connection<H: QueryHandler>(
         // their responses leave together.
         let mut completed = false;
         loop {
+            // A client with many resolutions waiting reads no more until
+            // one ends: its connection holds a bounded amount of work.
+            if replies.len() >= MAX_REPLIES_WAITING {
+                if let Err(end) =
+                    next_reply(stream, &mut replies, &mut responses, config.idle_timeout).await
+                {
+                    return end;
+                }
+            }
             let query = match decoder.next_frame() {
                 Ok(Some(q)) => q,
                 Ok(None) => break,
@@ -402,13 +415,17 @@ async fn serve_connection<H: QueryHandler>(
                 if let Err(end) = relay_deferred(stream, job, config.idle_timeout).await {
                     return end;
                 }
+            } else if let Some(job) = handler.take_deferred_reply() {
+                let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
+                job(Responder::tcp(tx));
+                replies.spawn(async move { rx.recv().await });
             }
             answered = answered.saturating_add(1);
             if config.max_queries_per_connection != 0
                 && answered >= config.max_queries_per_connection
             {
                 // RFC 7766 §6.2.3: the server may close; the answers go first.
-                return match write_responses(stream, &mut responses, config.idle_timeout).await {
+                return match finish(stream, &mut replies, &mut responses, config).await {
                     Ok(()) => ConnectionEnd::QueryLimit,
                     Err(end) => end,
                 };
@@ -447,21 +464,80 @@ async fn serve_connection<H: QueryHandler>(
         if let Some(s) = slot {
             s.end_work(completed);
         }
-        let read = tokio::time::timeout_at(deadline, stream.read(decoder.read_space()));
-        let read = match slot {
-            Some(s) => tokio::select! {
-                () = s.evicted() => return ConnectionEnd::Evicted,
-                r = read => r,
-            },
-            None => read.await,
+        // Waiting on its own resolutions, a connection is not idle.
+        let idle_waits = !(replies.is_empty() || decoder.pending() > 0);
+        let evicted = async {
+            match slot {
+                Some(s) => s.evicted().await,
+                None => std::future::pending().await,
+            }
+        };
+        let read = tokio::select! {
+            () = evicted => return ConnectionEnd::Evicted,
+            () = tokio::time::sleep_until(deadline), if !idle_waits => return expired,
+            Some(done) = replies.join_next(), if !replies.is_empty() => {
+                if let Ok(Some(msg)) = done {
+                    push_framed(&mut responses, &msg);
+                }
+                if let Err(end) = write_responses(stream, &mut responses, config.idle_timeout).await
+                {
+                    return end;
+                }
+                continue;
+            }
+            r = stream.read(decoder.read_space()) => r,
         };
         match read {
-            Err(_) => return expired,
-            Ok(Ok(0)) => return ConnectionEnd::PeerClosed,
-            Ok(Ok(n)) => decoder.commit(n),
-            Ok(Err(e)) => return ConnectionEnd::Io(e),
+            Ok(0) => {
+                // The client sent all it will: what it still waits for goes
+                // out before the close.
+                return match finish(stream, &mut replies, &mut responses, config).await {
+                    Ok(()) => ConnectionEnd::PeerClosed,
+                    Err(end) => end,
+                };
+            }
+            Ok(n) => decoder.commit(n),
+            Err(e) => return ConnectionEnd::Io(e),
         }
     }
+}
+
+/// Resolutions one connection may have waiting at once (a client that
+/// pipelines more waits for the first ones).
+const MAX_REPLIES_WAITING: usize = 64;
+
+/// Waits for the next of the connection's waiting responses and writes it.
+async fn next_reply(
+    stream: &mut TcpStream,
+    replies: &mut JoinSet<Option<Vec<u8>>>,
+    responses: &mut Vec<u8>,
+    write_limit: Duration,
+) -> Result<(), ConnectionEnd> {
+    if let Some(Ok(Some(msg))) = replies.join_next().await {
+        push_framed(responses, &msg);
+    }
+    write_responses(stream, responses, write_limit).await
+}
+
+/// Writes what is ready, then every waiting response as it comes (each
+/// resolution ends, answered or not, within the resolver's own limits; the
+/// idle timeout bounds the whole wait all the same).
+async fn finish(
+    stream: &mut TcpStream,
+    replies: &mut JoinSet<Option<Vec<u8>>>,
+    responses: &mut Vec<u8>,
+    config: &TcpConfig,
+) -> Result<(), ConnectionEnd> {
+    write_responses(stream, responses, config.idle_timeout).await?;
+    let wait = async {
+        while !replies.is_empty() {
+            next_reply(stream, replies, responses, config.idle_timeout).await?;
+        }
+        Ok(())
+    };
+    tokio::time::timeout(config.idle_timeout, wait)
+        .await
+        .unwrap_or(Err(ConnectionEnd::Idle))
 }
 
 /// Appends one response with its two-octet length (RFC 7766 §8). A response

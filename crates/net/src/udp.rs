@@ -408,7 +408,11 @@ impl<H: QueryHandler> Worker<H> {
             match respond {
                 Ok(true) => which.push(i),
                 Ok(false) => {
-                    if let Some(job) = self.handler.take_deferred() {
+                    let job = self
+                        .handler
+                        .take_deferred()
+                        .or_else(|| self.handler.take_deferred_reply());
+                    if let Some(job) = job {
                         if let Some(socket) = self.sockets.get(socket_index) {
                             job(Responder::udp(
                                 Arc::clone(socket),

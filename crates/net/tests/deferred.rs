@@ -140,3 +140,142 @@ fn deferred_tcp_messages_come_in_order_before_the_next_response() {
     assert_eq!(ids, want);
     shutdown.trigger();
 }
+
+/// Echoes queries at once, except those whose first ID octet is 0xee: their
+/// echo is a deferred reply, sent by a thread once `gate` opens.
+struct ReplyHandler {
+    gate: Arc<Gate>,
+    pending: Option<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Gate {
+    open: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.changed.wait(open).unwrap();
+        }
+    }
+}
+
+impl QueryHandler for ReplyHandler {
+    fn handle(
+        &mut self,
+        query: &[u8],
+        _peer: SocketAddr,
+        _local: SocketAddr,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        out.clear();
+        if query.len() < 12 {
+            return false;
+        }
+        if query[0] == 0xee {
+            self.pending = Some(query.to_vec());
+            return false;
+        }
+        out.extend_from_slice(query);
+        out[2] |= 0x80;
+        true
+    }
+
+    fn take_deferred_reply(&mut self) -> Option<Deferred> {
+        let mut msg = self.pending.take()?;
+        msg[2] |= 0x80;
+        let gate = Arc::clone(&self.gate);
+        Some(Box::new(move |responder| {
+            std::thread::spawn(move || {
+                gate.wait();
+                let _ = responder.send_blocking(msg);
+            });
+        }))
+    }
+}
+
+fn reply_server(gate: &Arc<Gate>) -> (SocketAddr, Shutdown, tokio::runtime::Runtime) {
+    let listener = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = Shutdown::new().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (s, g) = (shutdown.clone(), Arc::clone(gate));
+    rt.spawn(async move {
+        serve_tcp(
+            vec![listener],
+            TcpConfig::default(),
+            move || ReplyHandler {
+                gate: Arc::clone(&g),
+                pending: None,
+            },
+            Arc::new(TcpStats::default()),
+            s,
+        )
+        .await
+    });
+    (addr, shutdown, rt)
+}
+
+fn framed_queries(ids: &[u16]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for id in ids {
+        bytes.extend_from_slice(&wire::framed(&query(*id)));
+    }
+    bytes
+}
+
+/// RFC 7766 §6.2.1.1: a resolution in progress does not hold up the
+/// connection; the queries after it are answered first.
+#[test]
+fn deferred_tcp_replies_are_overtaken_by_later_answers() {
+    let gate = Arc::new(Gate::default());
+    let (addr, shutdown, _rt) = reply_server(&gate);
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(&framed_queries(&[0xee01, 0x0003])).unwrap();
+    let first = read_framed(&mut c).unwrap();
+    assert_eq!(
+        &first[..2],
+        &[0, 3],
+        "the later query was not answered first"
+    );
+    // Another round on the same connection while the reply still waits.
+    c.write_all(&framed_queries(&[0x0004])).unwrap();
+    assert_eq!(&read_framed(&mut c).unwrap()[..2], &[0, 4]);
+    gate.open();
+    let reply = read_framed(&mut c).unwrap();
+    assert_eq!(&reply[..2], &[0xee, 1]);
+    assert_eq!(reply[2] & 0x80, 0x80);
+    shutdown.trigger();
+}
+
+/// A client that sends its queries and closes its side still gets the
+/// replies it waits for before the connection closes.
+#[test]
+fn deferred_tcp_replies_are_sent_after_the_client_half_closes() {
+    let gate = Arc::new(Gate::default());
+    let (addr, shutdown, _rt) = reply_server(&gate);
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(&framed_queries(&[0xee02, 0x0005])).unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(&read_framed(&mut c).unwrap()[..2], &[0, 5]);
+    gate.open();
+    assert_eq!(&read_framed(&mut c).unwrap()[..2], &[0xee, 2]);
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut c, &mut rest).unwrap();
+    assert!(rest.is_empty(), "nothing after the reply, then the close");
+    shutdown.trigger();
+}
