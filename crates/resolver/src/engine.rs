@@ -7,7 +7,8 @@
 //! budget (queries sent, referrals followed, name server names looked up,
 //! how deep the lookups nest), which its lookups share.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -146,6 +147,12 @@ pub struct Resolver {
     pub(crate) in_flight: HashMap<IpAddr, usize>,
     /// The key our client cookies are made with (RFC 7873 §4.1).
     cookie_secret: [u8; 16],
+    /// When tasks' deadlines and serve-stale timers fall, soonest first. An
+    /// entry may be out of date (the task ended, or its timer was cleared):
+    /// it is checked against the task when it comes up. Finding the next
+    /// wake-up must not cost a walk over every task in flight: it is asked
+    /// after every event.
+    timers: BinaryHeap<Reverse<(Millis, TaskId)>>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -189,6 +196,7 @@ impl Resolver {
             now: 0,
             in_flight: HashMap::new(),
             cookie_secret,
+            timers: BinaryHeap::new(),
         }
     }
 
@@ -269,6 +277,9 @@ impl Resolver {
                 .config
                 .stale
                 .map(|s| now.saturating_add(s.client_timeout_ms));
+            if let Some(at) = task.stale_at {
+                self.timers.push(Reverse((at, id)));
+            }
             self.waits(q.token, q.client, now);
         }
         self.ready.push_back(id);
@@ -326,12 +337,22 @@ impl Resolver {
     /// Time passed: tasks past their deadline give up, and clients waiting
     /// past serve-stale's client time-out get stale data if there is some.
     pub fn handle_timeout(&mut self, now: Millis) {
-        let late: Vec<TaskId> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.deadline <= now)
-            .map(|(id, _)| *id)
-            .collect();
+        let mut late: Vec<TaskId> = Vec::new();
+        let mut stale: Vec<TaskId> = Vec::new();
+        while let Some(&Reverse((at, id))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(t) = self.tasks.get(&id) else {
+                continue;
+            };
+            if t.deadline <= now {
+                late.push(id);
+            } else if t.stale_at.is_some_and(|s| s <= now) {
+                stale.push(id);
+            }
+        }
         for id in late {
             self.fail(
                 id,
@@ -340,12 +361,6 @@ impl Resolver {
                 now,
             );
         }
-        let stale: Vec<TaskId> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.stale_at.is_some_and(|at| at <= now))
-            .map(|(id, _)| *id)
-            .collect();
         for id in stale {
             self.answer_stale(id, now);
         }
@@ -400,12 +415,21 @@ impl Resolver {
         Some(a)
     }
 
-    /// When [`Resolver::handle_timeout`] should be called next.
-    pub fn poll_timeout(&self) -> Option<Millis> {
-        self.tasks
-            .values()
-            .map(|t| t.stale_at.map_or(t.deadline, |s| s.min(t.deadline)))
-            .min()
+    /// When [`Resolver::handle_timeout`] should be called next. Timers of
+    /// tasks that ended are dropped on the way; what remains is at most one
+    /// deadline and one serve-stale timer per task in flight.
+    pub fn poll_timeout(&mut self) -> Option<Millis> {
+        while let Some(&Reverse((at, id))) = self.timers.peek() {
+            let live = self
+                .tasks
+                .get(&id)
+                .is_some_and(|t| t.deadline == at || t.stale_at == Some(at));
+            if live {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
     }
 
     /// Tasks being worked on, for metrics.
@@ -434,6 +458,10 @@ impl Resolver {
         let key = (qname.to_lowercase(), qtype);
         let deadline = now.saturating_add(self.config.limits.resolution_timeout_ms);
         let task = Task::new(id, qname, qtype, budget, depth, ancestors, deadline);
+        self.timers.push(Reverse((deadline, id)));
+        if let Some(b) = self.budgets.get_mut(&budget) {
+            b.tasks = b.tasks.saturating_add(1);
+        }
         self.by_question.insert(key, id);
         self.tasks.insert(id, task);
         id
@@ -488,9 +516,14 @@ impl Resolver {
                 }
             }
         }
-        // The budget goes with the task that made it.
-        if self.tasks.values().all(|t| t.budget != task.budget) {
-            self.budgets.remove(&task.budget);
+        // The budget goes with the last task drawing on it (counted, not
+        // searched for: a walk over every task at each end would make a
+        // busy resolver slower the busier it is).
+        if let Some(b) = self.budgets.get_mut(&task.budget) {
+            b.tasks = b.tasks.saturating_sub(1);
+            if b.tasks == 0 {
+                self.budgets.remove(&task.budget);
+            }
         }
     }
 

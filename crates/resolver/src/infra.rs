@@ -170,6 +170,11 @@ impl Infra {
             .insert((ip, zone.to_lowercase()), now.saturating_add(LAME_TTL_MS));
         if self.lame.len() > MAX_SERVERS {
             self.lame.retain(|_, until| *until > now);
+            if self.lame.len() > MAX_SERVERS / 2 {
+                // All still fresh: start again rather than walk the map at
+                // every insert from now on.
+                self.lame.clear();
+            }
         }
     }
 

@@ -22,7 +22,7 @@ use crate::rrset::RrSet;
 use crate::upstream::{self, Query};
 use crate::{ede, Millis};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskId(pub u64);
 
 /// What a client question has spent, its lookups included.
@@ -32,6 +32,8 @@ pub struct Budget {
     pub referrals: u32,
     pub lookups: u32,
     pub hops: u32,
+    /// Tasks drawing on it: it goes with the last.
+    pub tasks: u32,
 }
 
 /// The zone whose servers are asked next.
