@@ -1,5 +1,5 @@
 //! Every scenario of Deckard's set parses: the format, and every record in
-//! it through bulwark-proto's presentation parser. Skipped (outside CI) when
+//! it through bulwark-proto's presentation parser. Skipped, saying so, when
 //! the scenarios are absent; see docs/testing.md.
 
 use std::path::Path;
@@ -11,13 +11,11 @@ fn every_scenario_of_the_set_parses() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let root = scenario_root(&workspace);
     let Some(dir) = scenario_dir(&root) else {
-        if bulwark_testkit::in_ci() {
-            panic!(
-                "no Deckard scenarios at {} (set BULWARK_SCENARIOS=DIR)",
-                root.display()
-            );
-        }
-        eprintln!("SKIPPED: no scenarios at {}", root.display());
+        // Data beside the project, not a peer program: said, not failed.
+        eprintln!(
+            "SKIPPED: no Deckard scenarios at {} (BULWARK_SCENARIOS=DIR points elsewhere)",
+            root.display()
+        );
         return;
     };
     let files = select(&dir, &[""], None);

@@ -277,7 +277,10 @@ impl bulwark_net::QueryHandler for HoldsOne {
     ) -> bool {
         if query[..2] == BLOCKING_ID.to_be_bytes() {
             self.entered.send(()).unwrap();
-            self.release.lock().unwrap().recv().unwrap();
+            // Blocking a runtime thread outright would also block whatever
+            // task sits in its LIFO slot, which no other thread may steal:
+            // the accept of the next connection, and the test would hang.
+            tokio::task::block_in_place(|| self.release.lock().unwrap().recv().unwrap());
         }
         echo(query, peer, local, out)
     }
