@@ -323,6 +323,11 @@ impl Resolver {
                 };
             }
         }
+        self.cached_or_hints(cached)
+    }
+
+    /// The cut a cached NS set makes, or the root from the hints without one.
+    fn cached_or_hints(&self, cached: Option<RrSet>) -> Cut {
         match cached {
             Some(ns) => Cut {
                 zone: ns.owner.to_lowercase(),
@@ -359,23 +364,7 @@ impl Resolver {
             return None;
         }
         let parent = cut.zone.parent()?;
-        let above = match self.cache.closest_ns(&parent, now) {
-            Some(ns) => Cut {
-                zone: ns.owner.to_lowercase(),
-                ns_names: ns_names(&ns),
-                servers: Vec::new(),
-                forwarders: false,
-                from_hints: false,
-            },
-            None => Cut {
-                zone: Name::root(),
-                ns_names: Vec::new(),
-                servers: self.config.root_hints.clone(),
-                forwarders: false,
-                from_hints: true,
-            },
-        };
-        Some(above)
+        Some(self.cached_or_hints(self.cache.closest_ns(&parent, now)))
     }
 
     /// The cut's servers: given ones, or its NS targets' cached addresses.
