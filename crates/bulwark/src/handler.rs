@@ -375,7 +375,16 @@ impl ServerHandler {
                     if rrl.is_none() || request.cookie_valid {
                         return self.decided(Fate::Answered, said);
                     }
-                    let judged = (a.class, a.imputed.as_wire());
+                    let qname = request
+                        .query
+                        .sole_question_wire()
+                        .map_or(&[][..], |q| q.qname);
+                    let judged = (
+                        a.class,
+                        a.imputed
+                            .as_ref()
+                            .map_or(qname, bulwark_proto::Name::as_wire),
+                    );
                     let fate = rate_limit(rrl, &mut self.rrl_tally, client, judged, now, out);
                     return self.decided(fate, said);
                 }

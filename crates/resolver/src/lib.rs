@@ -45,7 +45,7 @@ pub mod rrset;
 mod task;
 mod upstream;
 
-pub use cache::{Cache, CacheStats, Trust};
+pub use cache::{Cache, CacheStats, CachedReply, Trust};
 pub use config::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
 pub use engine::{
     Answer, ClientQuestion, ClientToken, ExchangeError, ExchangeId, Randomness, Resolver, Transmit,

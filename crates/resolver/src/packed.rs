@@ -50,6 +50,11 @@ impl PackedSet {
         Some(set)
     }
 
+    /// The owner, without unpacking the records.
+    pub fn owner(&self) -> Option<Name> {
+        Name::from_wire(&self.owner).ok()
+    }
+
     /// Each record's data, in order.
     pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut rest: &[u8] = &self.rdata;

@@ -235,10 +235,12 @@ impl Recursion {
         request: &RecursionRequest<'_>,
         out: &mut Vec<u8>,
     ) -> Option<Answered> {
+        let now = self.clock.now_ms();
+        if let Some(hit) = self.reply_rendered(request, now, out) {
+            return Some(hit);
+        }
         let q = request.query.question()?;
-        let resolution = self
-            .cache
-            .answer(&q.qname, q.qtype, self.clock.now_ms(), false)?;
+        let resolution = self.cache.answer(&q.qname, q.qtype, now, false)?;
         let (rcode, truncated) = write(request, &resolution, out)?;
         self.counters.cache_answers.fetch_add(1, Ordering::Relaxed);
         if resolution.refresh_due && self.prefetch {
@@ -247,10 +249,43 @@ impl Recursion {
                 .jobs
                 .try_send(Work::Prefetch(Box::new(q.qname.clone()), q.qtype));
         }
-        let (class, imputed) = rate_limit_key(rcode, &resolution, &q.qname);
+        let (class, imputed) = rate_limit_key(rcode, &resolution);
         Some(Answered {
             rcode,
             truncated,
+            class,
+            imputed,
+        })
+    }
+
+    /// Answers `request` from a rendered cache entry: the same bytes as
+    /// the long way, copied and patched ([`Cache::reply`]).
+    fn reply_rendered(
+        &self,
+        request: &RecursionRequest<'_>,
+        now: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<Answered> {
+        let options = cookie_option(request);
+        let hit = self
+            .cache
+            .reply(&request.query, request.limit, options.as_slice(), now, out)?;
+        self.counters.cache_answers.fetch_add(1, Ordering::Relaxed);
+        if hit.refresh_due && self.prefetch {
+            if let Some(q) = request.query.question() {
+                let _ = self
+                    .jobs
+                    .try_send(Work::Prefetch(Box::new(q.qname), q.qtype));
+            }
+        }
+        let (class, imputed) = match hit.rcode {
+            Rcode::NXDOMAIN => (ResponseClass::Nxdomain, hit.zone),
+            _ if hit.nodata => (ResponseClass::Nodata, None),
+            _ => (ResponseClass::Positive, None),
+        };
+        Some(Answered {
+            rcode: hit.rcode,
+            truncated: false,
             class,
             imputed,
         })
@@ -305,28 +340,24 @@ pub struct Answered {
     pub rcode: Rcode,
     pub truncated: bool,
     /// What response rate limiting counts it under (RRL's class and
-    /// imputed name, as for an authoritative answer).
+    /// imputed name, as for an authoritative answer): `None` for the
+    /// question's own name (RRL folds its case).
     pub class: ResponseClass,
-    pub imputed: Name,
+    pub imputed: Option<Name>,
 }
 
 /// The class and imputed name rate limiting counts a resolver's answer
-/// under: the question's name, or for NXDOMAIN the zone whose SOA came with
-/// it, so that random names under one zone share one budget.
-fn rate_limit_key(rcode: Rcode, resolution: &Resolution, qname: &Name) -> (ResponseClass, Name) {
-    let zone = || {
-        resolution
-            .authority
-            .first()
-            .map_or_else(|| qname.to_lowercase(), |soa| soa.owner.to_lowercase())
-    };
+/// under: the question's name (`None`), or for NXDOMAIN the zone whose SOA
+/// came with it, so that random names under one zone share one budget.
+fn rate_limit_key(rcode: Rcode, resolution: &Resolution) -> (ResponseClass, Option<Name>) {
     match rcode {
-        Rcode::NOERROR if !resolution.authority.is_empty() => {
-            (ResponseClass::Nodata, qname.to_lowercase())
-        }
-        Rcode::NOERROR => (ResponseClass::Positive, qname.to_lowercase()),
-        Rcode::NXDOMAIN => (ResponseClass::Nxdomain, zone()),
-        _ => (ResponseClass::Error, Name::root()),
+        Rcode::NOERROR if !resolution.authority.is_empty() => (ResponseClass::Nodata, None),
+        Rcode::NOERROR => (ResponseClass::Positive, None),
+        Rcode::NXDOMAIN => (
+            ResponseClass::Nxdomain,
+            resolution.authority.first().map(|soa| soa.owner.clone()),
+        ),
+        _ => (ResponseClass::Error, Some(Name::root())),
     }
 }
 
@@ -337,16 +368,25 @@ fn write(
     out: &mut Vec<u8>,
 ) -> Option<(Rcode, bool)> {
     out.clear();
-    let options: Vec<EdnsOption<'_>> = request
+    let options = cookie_option(request);
+    write_response(
+        &request.query,
+        resolution,
+        request.limit,
+        options.as_slice(),
+        out,
+    )
+}
+
+/// The COOKIE option a response to `request` carries, if any.
+fn cookie_option<'r>(request: &'r RecursionRequest<'_>) -> Option<EdnsOption<'r>> {
+    request
         .cookie
         .as_ref()
         .map(|(client, server)| EdnsOption::Cookie {
             client: *client,
             server: Some(&server[..]),
         })
-        .into_iter()
-        .collect();
-    write_response(&request.query, resolution, request.limit, &options, out)
 }
 
 /// What replying needs beside the job: counters, and in the driver the
@@ -379,11 +419,11 @@ fn reply(job: &Job, resolution: &Resolution, replies: Replies<'_>) {
         return;
     };
     if let Some((rrl, now)) = replies.rrl.filter(|_| !job.client.tcp && !job.cookie_valid) {
-        let (class, imputed) = rate_limit_key(rcode, resolution, &job.qname);
+        let (class, imputed) = rate_limit_key(rcode, resolution);
         match rrl.check(
             job.client.peer.ip().to_canonical(),
             class,
-            imputed.as_wire(),
+            imputed.as_ref().unwrap_or(&job.qname).as_wire(),
             now,
         ) {
             RrlVerdict::Pass => {}

@@ -343,6 +343,44 @@ impl<'b> MessageBuilder<'b> {
     }
 }
 
+/// The header of finished message `msg` with one more record counted in
+/// ARCOUNT, to be written back once the record is appended.
+fn with_one_more_additional(msg: &[u8]) -> Result<Header, BuildError> {
+    let mut header = Header::parse(msg).ok_or(BuildError::OutOfOrder)?;
+    header.arcount = header
+        .arcount
+        .checked_add(1)
+        .ok_or(BuildError::TooManyRecords)?;
+    Ok(header)
+}
+
+/// Appends an OPT record to a finished message that has none and counts it
+/// in ARCOUNT, with the extended bits of `rcode` (RFC 6891 §6.1.3): for a
+/// response copied from a stored one, whose OPT depends on the query
+/// answered (its DO bit, the client's cookie). Fails, leaving `msg`
+/// unchanged, if the message has no header, the count is full, or the OPT
+/// would pass `limit`.
+pub fn append_opt(
+    msg: &mut Vec<u8>,
+    limit: usize,
+    opt: &OptRecord<'_>,
+    rcode: Rcode,
+) -> Result<(), BuildError> {
+    let header = with_one_more_additional(msg)?;
+    if msg
+        .len()
+        .checked_add(opt.wire_len())
+        .is_none_or(|end| end > limit)
+    {
+        return Err(BuildError::OptDoesNotFit);
+    }
+    opt.write(msg, rcode.extended_bits(), limit);
+    if let Some(dst) = msg.get_mut(..HEADER_LEN) {
+        dst.copy_from_slice(&header.to_bytes());
+    }
+    Ok(())
+}
+
 /// Appends one record, written uncompressed, at the end of a finished message's
 /// additional section and counts it in ARCOUNT. This is how a TSIG record goes
 /// after the OPT (RFC 8945 §4.2: it is the last record; its MAC is computed over
@@ -357,11 +395,7 @@ pub fn append_additional(
     ttl: u32,
     rdata: &[u8],
 ) -> Result<(), BuildError> {
-    let mut header = Header::parse(msg).ok_or(BuildError::OutOfOrder)?;
-    header.arcount = header
-        .arcount
-        .checked_add(1)
-        .ok_or(BuildError::TooManyRecords)?;
+    let header = with_one_more_additional(msg)?;
     let rdlen = u16::try_from(rdata.len()).map_err(|_| BuildError::DoesNotFit {
         section: Section::Additional,
     })?;

@@ -12,7 +12,7 @@ mod peek;
 mod truncate;
 mod view;
 
-pub use builder::{append_additional, BuildError, Checkpoint, MessageBuilder};
+pub use builder::{append_additional, append_opt, BuildError, Checkpoint, MessageBuilder};
 pub use edns::{
     udp_response_limit, Edns, EdnsOption, EdnsOptions, OptRecord, DEFAULT_UDP_PAYLOAD,
     MIN_UDP_PAYLOAD, OPTION_COOKIE, OPTION_EDE, OPTION_NSID, OPTION_PADDING, OPTION_SUBNET,
