@@ -517,12 +517,39 @@ impl Answerer {
             _ => None,
         };
         self.cookie_valid = cookie.is_some_and(|c| c.valid);
-        let opt = edns::response_opt(edns.as_ref(), config, transport, cookie.map(|c| c.option));
-        let mut resp = Response::start(out, query.header(), limit, opt);
         // The view checked the name, so assigning it cannot fail.
         let question = query
             .sole_question_wire()
             .filter(|q| self.qname.assign_wire(q.qname).is_ok());
+        // A question in none of our zones that may recurse leaves before a
+        // response is begun: on a resolver that is most questions, and the
+        // resolver writes its own. The rules below that come first (EDNS
+        // version, keepalive, one question, its class) are asked here too.
+        let recursing = question.as_ref().is_some_and(|q| {
+            matches!(request.recursion, Recursion::Offered)
+                && query.header().flags.rd
+                && edns.as_ref().is_none_or(|e| e.version == 0)
+                && !edns::keepalive_malformed(transport, edns.as_ref())
+                && matches!(q.qclass, Class::IN | Class::ANY)
+                && solve::zone_for(
+                    zones,
+                    solve::lowercased(&self.qname, &mut self.qname_lower).as_wire(),
+                    q.qtype,
+                )
+                .is_none()
+        });
+        if recursing {
+            self.not_ours = true;
+            out.clear();
+            return AnswerOutcome::Recurse(RecursionRequest {
+                query: query.clone(),
+                limit,
+                cookie: cookie.map(|c| (c.option.client, c.option.server)),
+                cookie_valid: self.cookie_valid,
+            });
+        }
+        let opt = edns::response_opt(edns.as_ref(), config, transport, cookie.map(|c| c.option));
+        let mut resp = Response::start(out, query.header(), limit, opt);
         let qname = &self.qname;
         if let Some(q) = &question {
             resp.question(qname, q.qtype, q.qclass);
@@ -569,17 +596,8 @@ impl Answerer {
         let Some(zone) = solve::zone_for(zones, qname_lower.as_wire(), q.qtype) else {
             self.not_ours = true;
             let rd = query.header().flags.rd;
+            // An offered recursion left above, before the response began.
             match request.recursion {
-                Recursion::Offered if rd => {
-                    // `resp` is not used again: `out` is ours to clear.
-                    out.clear();
-                    return AnswerOutcome::Recurse(RecursionRequest {
-                        query: query.clone(),
-                        limit,
-                        cookie: cookie.map(|c| (c.option.client, c.option.server)),
-                        cookie_valid: self.cookie_valid,
-                    });
-                }
                 Recursion::Refused if rd => {
                     resp.set_rcode(Rcode::REFUSED);
                     resp.set_extended_error(ExtendedError::Prohibited);
