@@ -463,3 +463,37 @@ async fn a_transfer_stream_yields_its_messages_in_order() {
     let err = stream.next_message(&mut msg, PATIENCE).await.unwrap_err();
     assert!(matches!(err, ClientError::Closed), "{err}");
 }
+
+/// Some servers answer with more than the payload size the query offered;
+/// the datagram is read whole, not cut at that size and dropped as
+/// malformed (Deckard's world_cz_vutbr_www has such a server).
+#[tokio::test]
+async fn an_answer_larger_than_the_size_offered_is_read_whole() {
+    let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr().unwrap();
+    let serving = tokio::spawn(async move {
+        let mut buf = [0u8; 512];
+        let (n, client) = server.recv_from(&mut buf).await.unwrap();
+        let q = &buf[..n];
+        // 200 addresses: 3,200 octets of answer to a query without EDNS,
+        // which offers 512.
+        let mut r = q.to_vec();
+        r[2] |= 0x80;
+        r[6..8].copy_from_slice(&200u16.to_be_bytes());
+        for i in 0..200u8 {
+            r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4]);
+            r.extend_from_slice(&[198, 51, 100, i]);
+        }
+        server.send_to(&r, client).await.unwrap();
+        r.len()
+    });
+    let q = query(random_id().unwrap());
+    let r = client()
+        .exchange_udp(addr, None, &q, PATIENCE)
+        .await
+        .unwrap();
+    let sent = serving.await.unwrap();
+    assert!(sent > 3000);
+    assert_eq!(r.len(), sent);
+    assert_eq!(MessageView::parse(&r).unwrap().answers().count(), 200);
+}

@@ -73,13 +73,15 @@ pub(crate) async fn exchange(
             operation: Operation::Send,
             after: timeout,
         })??;
-    // Room for the largest response a query can ask for over UDP: its EDNS
-    // payload size (bulwark asks for 1232; at most 4096 is honoured, RFC
-    // 6891 §6.2.5 advice), not a 64 KiB buffer zeroed for every query,
-    // which cost a resolver's miss path more than its own work.
-    let mut buf = vec![0u8; receive_buffer(query)];
+    // Room for any datagram, though the query offered less: servers that
+    // send more than the payload size asked for exist, and a datagram cut
+    // short by the kernel would read as malformed (Unbound reads them
+    // whole too). The buffer is not zeroed: the kernel writes into its
+    // spare capacity, so 64 KiB cost no more than the datagram.
+    let mut buf: Vec<u8> = Vec::with_capacity(MAX_DATAGRAM);
     loop {
-        let (n, from) = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf))
+        buf.clear();
+        let (n, from) = tokio::time::timeout_at(deadline, socket.recv_buf_from(&mut buf))
             .await
             .map_err(|_| timed_out())??;
         if from.ip() != server.ip() || from.port() != server.port() {
@@ -93,17 +95,5 @@ pub(crate) async fn exchange(
     }
 }
 
-/// What a response to `query` may need over UDP: 512 octets without EDNS
-/// (RFC 1035 §4.2.1), else the payload size the query's OPT offers, within
-/// 512 and [`MAX_UDP_RESPONSE`]. A larger datagram is cut short by the
-/// kernel and read as a malformed response.
-fn receive_buffer(query: &[u8]) -> usize {
-    bulwark_proto::MessageView::parse(query)
-        .ok()
-        .and_then(|view| view.edns().map(|e| usize::from(e.udp_payload_size)))
-        .map_or(512, |size| size.clamp(512, MAX_UDP_RESPONSE))
-}
-
-/// The largest UDP response read: RFC 6891 §6.2.5 advises no payload size
-/// above 4096 octets.
-const MAX_UDP_RESPONSE: usize = 4096;
+/// The largest UDP payload there is (over IPv6; IPv4's is 28 octets less).
+const MAX_DATAGRAM: usize = 65_527;
