@@ -596,6 +596,59 @@ impl Cache {
         }
     }
 
+    /// The CNAME and DNAME links held, fresh and ranked as answers, from
+    /// `qname` on, and the name they lead to: for a question the cache
+    /// cannot answer whole, where resolution starts (Unbound and Knot
+    /// Resolver follow a cached DNAME so too, rather than asking the zone
+    /// that holds it). `None` when no link is held.
+    pub fn held_chain(
+        &self,
+        qname: &Name,
+        qtype: Rtype,
+        now: Millis,
+    ) -> Option<(Vec<RrSet>, Name)> {
+        if qtype == Rtype::CNAME {
+            return None;
+        }
+        let mut chain: Vec<RrSet> = Vec::new();
+        let mut name = qname.to_lowercase();
+        for _ in 0..MAX_CACHED_CHAIN {
+            if let Some(found) = self.get(&name, Rtype::CNAME, now, false) {
+                let Data::Positive(set) = &found.entry.data else {
+                    break;
+                };
+                if found.entry.trust < Trust::NonAuthAnswer {
+                    break;
+                }
+                let Some(set) = set.unpack() else { break };
+                let Some(target) = set.target_names().into_iter().next() else {
+                    break;
+                };
+                chain.push(with_ttl(set, found.ttl_left(now)));
+                name = target.to_lowercase();
+                continue;
+            }
+            let Some((dname, found, target)) = self.dname_above(&name, now, false) else {
+                break;
+            };
+            if found.entry.trust < Trust::NonAuthAnswer {
+                break;
+            }
+            let ttl = found.ttl_left(now);
+            let mut cname = RrSet::new(name.clone(), Rtype::CNAME, ttl);
+            cname.push(Rdata::Cname(target.clone()).to_wire(), ttl);
+            if !chain
+                .iter()
+                .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
+            {
+                chain.push(with_ttl(dname, ttl));
+            }
+            chain.push(cname);
+            name = target;
+        }
+        (!chain.is_empty()).then_some((chain, name))
+    }
+
     /// The closest held DNAME above `name`, its entry, and the name it
     /// rewrites `name` to.
     fn dname_above(
@@ -742,5 +795,34 @@ mod tests {
         assert_eq!(stats.entries, 1000);
         let each = stats.bytes / stats.entries;
         assert!((300..=400).contains(&each), "{each} octets an entry");
+    }
+}
+
+#[cfg(test)]
+mod held_chain_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    /// A DNAME held above a name is where its resolution starts: the DNAME,
+    /// the CNAME it makes, and the name that CNAME leads to.
+    #[test]
+    fn a_held_dname_leads_a_name_below_it_elsewhere() {
+        let cache = Cache::new(&ResolverConfig::default());
+        let mut dname = RrSet::new("example.com.".parse().unwrap(), Rtype::DNAME, 3600);
+        dname.push(
+            Rdata::Dname("example.net.".parse().unwrap()).to_wire(),
+            3600,
+        );
+        cache.insert_rrset(dname, Trust::AuthAnswer, 0);
+        let (chain, target) = cache
+            .held_chain(&"a.b.example.com.".parse().unwrap(), Rtype::A, 1000)
+            .unwrap();
+        assert_eq!(target, "a.b.example.net.".parse::<Name>().unwrap());
+        assert_eq!(chain.len(), 2);
+        assert_eq!(chain[0].rtype, Rtype::DNAME);
+        assert_eq!(chain[1].rtype, Rtype::CNAME);
+        assert!(cache
+            .held_chain(&"a.b.example.org.".parse().unwrap(), Rtype::A, 1000)
+            .is_none());
     }
 }

@@ -204,6 +204,14 @@ impl Resolver {
             r.answer = answer;
             return Step::Done(r);
         }
+        // Part of the way is held (a CNAME, a DNAME above the name): go on
+        // from where it leads.
+        if let Some((chain, target)) = use_cache
+            .then(|| self.cache.held_chain(&task.current, task.qtype, now))
+            .flatten()
+        {
+            return self.follow_chain(task, chain, target, None, now);
+        }
         let forward = if task.forward_failed {
             None
         } else {
@@ -739,6 +747,57 @@ impl Resolver {
         Step::Continue
     }
 
+    /// Goes on from `target`, where `chain` (a server's, to be cached with
+    /// `trust`, or the cache's own) leads: within the question's budget of
+    /// CNAME hops, and not round a loop.
+    fn follow_chain(
+        &mut self,
+        task: &mut Task,
+        chain: Vec<RrSet>,
+        target: Name,
+        trust: Option<Trust>,
+        now: Millis,
+    ) -> Step {
+        let links = u32::try_from(chain.iter().filter(|s| s.rtype == Rtype::CNAME).count())
+            .unwrap_or(u32::MAX);
+        let max = self.config.limits.max_cname_hops;
+        if let Some(b) = self.budgets.get_mut(&task.budget) {
+            b.hops = b.hops.saturating_add(links);
+            if b.hops > max {
+                return Step::Fail(ede::OTHER, "CNAME chain too long");
+            }
+        }
+        if task
+            .chain
+            .iter()
+            .chain(chain.iter())
+            .any(|s| s.owner == target)
+            || target == task.qname
+        {
+            // The loop goes to the client as far as it was followed
+            // (as Knot Resolver does), with the SERVFAIL.
+            let mut failure = Resolution::failure(ede::OTHER, "CNAME loop");
+            failure.answer = task.chain.iter().chain(chain.iter()).cloned().collect();
+            return Step::Done(failure);
+        }
+        if let Some(trust) = trust {
+            self.cache.insert_chain(&chain, trust, now);
+        }
+        for set in chain {
+            let known = set.rtype == Rtype::DNAME
+                && task
+                    .chain
+                    .iter()
+                    .any(|s| s.rtype == Rtype::DNAME && s.owner == set.owner);
+            if !known {
+                task.chain.push(set);
+            }
+        }
+        task.current = target;
+        task.cut = None;
+        Step::Continue
+    }
+
     fn act(
         &mut self,
         task: &mut Task,
@@ -796,43 +855,7 @@ impl Resolver {
                 } else {
                     Trust::NonAuthAnswer
                 };
-                let links = u32::try_from(chain.iter().filter(|s| s.rtype == Rtype::CNAME).count())
-                    .unwrap_or(u32::MAX);
-                let max = self.config.limits.max_cname_hops;
-                if let Some(b) = self.budgets.get_mut(&task.budget) {
-                    b.hops = b.hops.saturating_add(links);
-                    if b.hops > max {
-                        return Step::Fail(ede::OTHER, "CNAME chain too long");
-                    }
-                }
-                let target = *target;
-                if task
-                    .chain
-                    .iter()
-                    .chain(chain.iter())
-                    .any(|s| s.owner == target)
-                    || target == task.qname
-                {
-                    // The loop goes to the client as far as it was followed
-                    // (as Knot Resolver does), with the SERVFAIL.
-                    let mut failure = Resolution::failure(ede::OTHER, "CNAME loop");
-                    failure.answer = task.chain.iter().chain(chain.iter()).cloned().collect();
-                    return Step::Done(failure);
-                }
-                self.cache.insert_chain(&chain, trust, now);
-                for set in chain {
-                    let known = set.rtype == Rtype::DNAME
-                        && task
-                            .chain
-                            .iter()
-                            .any(|s| s.rtype == Rtype::DNAME && s.owner == set.owner);
-                    if !known {
-                        task.chain.push(set);
-                    }
-                }
-                task.current = target;
-                task.cut = None;
-                Step::Continue
+                self.follow_chain(task, chain, *target, Some(trust), now)
             }
             Kind::Referral { zone, ns, glue } => {
                 if !zone.is_below(&cut.zone) && !forwarding {

@@ -106,6 +106,35 @@ fn a_cname_into_another_zone_is_followed_there() {
     );
 }
 
+/// A DNAME learnt once rewrites later names below it from the cache: the
+/// zone that holds it is not asked again (RFC 6672 §3.2; Unbound and Knot
+/// Resolver do the same).
+#[test]
+fn a_cached_dname_is_followed_without_asking_its_zone_again() {
+    let mut net = internet();
+    let mut r = resolver(|_| {});
+    let res = net.resolve(&mut r, "www.old.example.com.", Rtype::A);
+    assert_eq!(res.rcode, Rcode::NOERROR, "{res:?}\n{:#?}", net.asked());
+    assert_eq!(res.answer[0].rtype, Rtype::DNAME);
+    assert_eq!(
+        addresses(&res, Rtype::A),
+        ["192.0.2.81".parse::<std::net::IpAddr>().unwrap()]
+    );
+    let before = net.queries_to("10.0.3.1");
+    let res = net.resolve(&mut r, "mail.old.example.com.", Rtype::A);
+    // mail.outsourced.com. does not exist; the DNAME and its CNAME come
+    // first all the same.
+    assert_eq!(res.rcode, Rcode::NXDOMAIN, "{res:?}\n{:#?}", net.asked());
+    assert_eq!(res.answer[0].rtype, Rtype::DNAME);
+    assert_eq!(res.answer[1].rtype, Rtype::CNAME);
+    assert_eq!(
+        net.queries_to("10.0.3.1"),
+        before,
+        "example.com.'s server was asked again: {:#?}",
+        net.asked()
+    );
+}
+
 #[test]
 fn name_servers_without_glue_are_looked_up_first() {
     let mut net = internet();

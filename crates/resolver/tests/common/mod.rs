@@ -228,6 +228,7 @@ ns1 A 10.0.3.1
 www A 192.0.2.80
 alias CNAME www.outsourced.com.
 a.b.c A 192.0.2.9
+old DNAME outsourced.com.
 "#,
     )
 }
