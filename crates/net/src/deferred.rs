@@ -8,12 +8,14 @@
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use socket2::Socket;
 use tokio::sync::mpsc;
 
 use crate::sys::{self, ReplyControl};
+use crate::udp::Counters;
 
 /// Work a handler finishes later, given the way to reply. It must not block
 /// the caller: spawn the work (a thread, a task) and move the responder in.
@@ -38,6 +40,8 @@ enum Kind {
         socket: Arc<Socket>,
         peer: SocketAddr,
         control: Option<ReplyControl>,
+        /// The receiving worker's, so a reply sent later is counted.
+        counters: Arc<Counters>,
     },
     Tcp(mpsc::Sender<Vec<u8>>),
 }
@@ -52,12 +56,14 @@ impl Responder {
         socket: Arc<Socket>,
         peer: SocketAddr,
         control: Option<ReplyControl>,
+        counters: Arc<Counters>,
     ) -> Responder {
         Responder {
             kind: Kind::Udp {
                 socket,
                 peer,
                 control,
+                counters,
             },
         }
     }
@@ -82,7 +88,8 @@ impl Responder {
                 socket,
                 peer,
                 control,
-            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+                counters,
+            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.blocking_send(msg).map_err(|_| ResponderClosed),
         }
     }
@@ -96,7 +103,8 @@ impl Responder {
                 socket,
                 peer,
                 control,
-            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+                counters,
+            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.try_send(msg).map_err(|_| ResponderClosed),
         }
     }
@@ -108,7 +116,8 @@ impl Responder {
                 socket,
                 peer,
                 control,
-            } => send_datagram(socket, *peer, control.as_ref(), &msg),
+                counters,
+            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.send(msg).await.map_err(|_| ResponderClosed),
         }
     }
@@ -120,9 +129,17 @@ fn send_datagram(
     socket: &Socket,
     peer: SocketAddr,
     control: Option<&ReplyControl>,
+    counters: &Counters,
     msg: &[u8],
 ) -> Result<(), ResponderClosed> {
-    sys::send_one(socket.as_raw_fd(), peer, control, msg).map_err(|e| {
+    let sent = sys::send_one(socket.as_raw_fd(), peer, control, msg);
+    let counter = if sent.is_ok() {
+        &counters.responded
+    } else {
+        &counters.send_errors
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    sent.map_err(|e| {
         tracing::debug!(%peer, error = %e, "deferred UDP reply not sent");
         ResponderClosed
     })

@@ -199,13 +199,14 @@ impl UdpListeners {
     }
 }
 
-/// Per-worker counters, bumped once per batch and summed when read.
+/// Per-worker counters, bumped once per batch and summed when read; a
+/// deferred reply (a resolution, an update) bumps them when it is sent.
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     received: AtomicU64,
-    responded: AtomicU64,
+    pub(crate) responded: AtomicU64,
     dropped: AtomicU64,
-    send_errors: AtomicU64,
+    pub(crate) send_errors: AtomicU64,
 }
 
 /// Totals over all workers.
@@ -394,6 +395,8 @@ impl<H: QueryHandler> Worker<H> {
         which: &mut Vec<usize>,
     ) {
         which.clear();
+        // Queries whose reply comes later, from a job: not dropped.
+        let mut deferred = 0u64;
         self.handler.start_of_batch(&Received { recv, n });
         for (i, out) in outs.iter_mut().enumerate().take(n) {
             let (Some(query), Some(peer)) = (recv.payload(i), recv.peer(i)) else {
@@ -414,10 +417,12 @@ impl<H: QueryHandler> Worker<H> {
                         .or_else(|| self.handler.take_deferred_reply());
                     if let Some(job) = job {
                         if let Some(socket) = self.sockets.get(socket_index) {
+                            deferred = deferred.saturating_add(1);
                             job(Responder::udp(
                                 Arc::clone(socket),
                                 peer,
                                 recv.reply_control(i),
+                                Arc::clone(&self.counters),
                             ));
                         }
                     }
@@ -443,8 +448,10 @@ impl<H: QueryHandler> Worker<H> {
         c.received.fetch_add(n64, Ordering::Relaxed);
         c.responded
             .fetch_add(u64::try_from(sent.sent).unwrap_or(0), Ordering::Relaxed);
-        c.dropped
-            .fetch_add(n64.saturating_sub(answered), Ordering::Relaxed);
+        c.dropped.fetch_add(
+            n64.saturating_sub(answered).saturating_sub(deferred),
+            Ordering::Relaxed,
+        );
         c.send_errors
             .fetch_add(u64::try_from(sent.failed).unwrap_or(0), Ordering::Relaxed);
     }

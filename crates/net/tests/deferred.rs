@@ -93,8 +93,17 @@ fn a_deferred_udp_reply_leaves_from_the_address_queried() {
     c.send_to(&query(0x0102), server).unwrap();
     let (_, _) = c.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..2], &[1, 2]);
+    // The deferred reply counts as a response, not a drop: the replying
+    // thread counts it just after its send, so wait for that.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while workers.stats().responded < 2 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     shutdown.trigger();
-    let _ = workers.join();
+    let stats = workers.join();
+    assert_eq!(stats.received, 2);
+    assert_eq!(stats.responded, 2);
+    assert_eq!(stats.dropped, 0);
 }
 
 #[test]
