@@ -44,6 +44,7 @@ pub mod response;
 pub mod rrset;
 mod task;
 mod upstream;
+pub mod validate;
 
 pub use cache::{Cache, CacheStats, CachedReply, Trust};
 pub use config::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
@@ -61,8 +62,26 @@ pub type Millis = u64;
 pub mod ede {
     /// Other: a failure no other code names (the text says which).
     pub const OTHER: u16 = 0;
+    /// The zone signs with an algorithm the resolver does not implement.
+    pub const UNSUPPORTED_DNSKEY_ALGORITHM: u16 = 1;
+    /// The DS set uses only digests the resolver does not implement.
+    pub const UNSUPPORTED_DS_DIGEST_TYPE: u16 = 2;
     /// An answer served from stale cache data (RFC 8767).
     pub const STALE_ANSWER: u16 = 3;
+    /// Validation failed for a reason no finer code names.
+    pub const DNSSEC_BOGUS: u16 = 6;
+    /// Every signature has expired.
+    pub const SIGNATURE_EXPIRED: u16 = 7;
+    /// Every signature's inception is still to come.
+    pub const SIGNATURE_NOT_YET_VALID: u16 = 8;
+    /// No key of the zone matches the DS set or the signatures.
+    pub const DNSKEY_MISSING: u16 = 9;
+    /// Signed data came without signatures.
+    pub const RRSIGS_MISSING: u16 = 10;
+    /// The key that signed is not a zone key.
+    pub const NO_ZONE_KEY_BIT_SET: u16 = 11;
+    /// A denial came without the NSEC or NSEC3 records that prove it.
+    pub const NSEC_MISSING: u16 = 12;
     /// A cached failure repeated without asking again.
     pub const CACHED_ERROR: u16 = 13;
     /// The client is not allowed to ask.

@@ -1,0 +1,318 @@
+//! The validation primitives against signatures and DS records made by
+//! bulwark's signer (whose output ldns-verify-zone, dnssec-verify and
+//! Unbound accept in the signing tests): good data is secure, each kind of
+//! bad data is bogus with its Extended DNS Error, and a KeyTrap-shaped
+//! answer costs a bounded number of signature checks.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+use bulwark_dnssec::rrsig::CanonicalRrset;
+use bulwark_dnssec::{
+    Algorithm, DigestType, KeyRole, KeyTiming, RrsetSigner, SignatureValidity, SigningKey, ZoneKey,
+};
+use bulwark_proto::rdata::{Dnskey, Rrsig};
+use bulwark_proto::{Class, Name, Rdata, Rtype};
+use bulwark_resolver::ede;
+use bulwark_resolver::validate::{
+    keys_vouched_for, verify_rrset, Bogus, Budget, DsVerdict, Verified, WorkLimits,
+};
+use bulwark_resolver::RrSet;
+
+const NOW: u32 = 1_800_000_000;
+const DAY: u32 = 86_400;
+
+fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn key(algorithm: Algorithm, role: KeyRole) -> ZoneKey {
+    ZoneKey::new(
+        role,
+        SigningKey::generate(algorithm, None).unwrap(),
+        KeyTiming::starting_at(0),
+    )
+}
+
+fn a_set(owner: &str, ttl: u32) -> RrSet {
+    let mut set = RrSet::new(name(owner), Rtype::A, ttl);
+    set.push(vec![192, 0, 2, 1], ttl);
+    set.push(vec![192, 0, 2, 2], ttl);
+    set
+}
+
+/// `key`'s signature over `set` (signed as owned by `signed_owner`, which
+/// is `*.…` for a wildcard), valid from `inception` to `expiration`.
+fn sign(
+    set: &RrSet,
+    signed_owner: &str,
+    zone: &str,
+    key: &ZoneKey,
+    inception: u32,
+    expiration: u32,
+) -> Rrsig {
+    let rdatas: Vec<Rdata> = set.typed().collect();
+    let canonical = CanonicalRrset::new(
+        &name(signed_owner),
+        Class::IN,
+        set.rtype,
+        set.ttl,
+        rdatas.iter(),
+    );
+    let mut signer = RrsetSigner::new(
+        &name(zone),
+        SignatureValidity {
+            inception,
+            expiration,
+        },
+    );
+    let f = signer.sign(&canonical, key).unwrap();
+    Rrsig {
+        type_covered: set.rtype,
+        algorithm: f.algorithm,
+        labels: f.labels,
+        original_ttl: set.ttl,
+        expiration: f.expiration,
+        inception: f.inception,
+        key_tag: f.key_tag,
+        signer: name(zone),
+        signature: f.signature,
+    }
+}
+
+fn budget() -> Budget {
+    Budget::new(WorkLimits::default())
+}
+
+/// `sig` over `set`, checked with `key` as the one key of `example.`.
+fn verify_in_example(set: &RrSet, sig: Rrsig, key: &ZoneKey) -> Result<Verified, Bogus> {
+    verify_rrset(
+        set,
+        &[sig],
+        &name("example."),
+        &[key.dnskey().clone()],
+        NOW,
+        &mut budget(),
+    )
+}
+
+#[test]
+fn records_signed_with_each_algorithm_are_secure() {
+    for algorithm in [
+        Algorithm::RsaSha256,
+        Algorithm::EcdsaP256Sha256,
+        Algorithm::Ed25519,
+    ] {
+        let zsk = key(algorithm, KeyRole::Zsk);
+        let set = a_set("www.example.", 3600);
+        let sig = sign(&set, "www.example.", "example.", &zsk, NOW - DAY, NOW + DAY);
+        let v =
+            verify_in_example(&set, sig, &zsk).unwrap_or_else(|b| panic!("{algorithm:?}: {b:?}"));
+        assert_eq!(v.key_tag, zsk.key_tag());
+        assert!(!v.wildcard);
+        assert_eq!(v.ttl, 3600);
+    }
+}
+
+#[test]
+fn a_secure_rrset_is_kept_no_longer_than_its_signature_lasts() {
+    let zsk = key(Algorithm::Ed25519, KeyRole::Zsk);
+    let set = a_set("www.example.", 3600);
+    let sig = sign(&set, "www.example.", "example.", &zsk, NOW - DAY, NOW + 600);
+    let v = verify_in_example(&set, sig, &zsk).unwrap();
+    assert_eq!(v.ttl, 600);
+}
+
+#[test]
+fn each_kind_of_bad_signature_is_bogus_with_its_extended_error() {
+    let zsk = key(Algorithm::Ed25519, KeyRole::Zsk);
+    let keys = [zsk.dnskey().clone()];
+    let zone = name("example.");
+    let set = a_set("www.example.", 3600);
+    let verdict = |sigs: &[Rrsig], keys: &[Dnskey]| {
+        verify_rrset(&set, sigs, &zone, keys, NOW, &mut budget())
+            .unwrap_err()
+            .ede
+    };
+
+    assert_eq!(verdict(&[], &keys), ede::RRSIGS_MISSING);
+    let expired = sign(
+        &set,
+        "www.example.",
+        "example.",
+        &zsk,
+        NOW - 2 * DAY,
+        NOW - DAY,
+    );
+    assert_eq!(verdict(&[expired], &keys), ede::SIGNATURE_EXPIRED);
+    let early = sign(
+        &set,
+        "www.example.",
+        "example.",
+        &zsk,
+        NOW + DAY,
+        NOW + 2 * DAY,
+    );
+    assert_eq!(verdict(&[early], &keys), ede::SIGNATURE_NOT_YET_VALID);
+    let good = sign(&set, "www.example.", "example.", &zsk, NOW - DAY, NOW + DAY);
+    let mut broken = good.clone();
+    broken.signature[10] ^= 0x40;
+    assert_eq!(verdict(&[broken], &keys), ede::DNSSEC_BOGUS);
+    let other = key(Algorithm::Ed25519, KeyRole::Zsk);
+    assert_eq!(
+        verdict(std::slice::from_ref(&good), &[other.dnskey().clone()]),
+        ede::DNSKEY_MISSING
+    );
+    let mut not_zone = zsk.dnskey().clone();
+    not_zone.flags &= !0x0100;
+    // Clearing the flag changes the tag: sign again under the flagless key.
+    let flagless = ZoneKey::with_flags(
+        KeyRole::Zsk,
+        not_zone.flags,
+        SigningKey::generate(Algorithm::Ed25519, None).unwrap(),
+        KeyTiming::starting_at(0),
+    );
+    let by_flagless = sign(
+        &set,
+        "www.example.",
+        "example.",
+        &flagless,
+        NOW - DAY,
+        NOW + DAY,
+    );
+    assert_eq!(
+        verdict(&[by_flagless], &[flagless.dnskey().clone()]),
+        ede::NO_ZONE_KEY_BIT_SET
+    );
+    // Records changed after signing.
+    let mut changed = set.clone();
+    changed.rdata[0] = vec![203, 0, 113, 1];
+    let e = verify_rrset(
+        &changed,
+        std::slice::from_ref(&good),
+        &zone,
+        &keys,
+        NOW,
+        &mut budget(),
+    )
+    .unwrap_err();
+    assert_eq!(e.ede, ede::DNSSEC_BOGUS);
+    // Signed by another zone than the one whose keys these are.
+    let e = verify_rrset(&set, &[good], &name("com."), &keys, NOW, &mut budget()).unwrap_err();
+    assert_eq!(e.ede, ede::DNSKEY_MISSING);
+}
+
+#[test]
+fn an_answer_from_a_wildcard_is_secure_and_says_so() {
+    let zsk = key(Algorithm::EcdsaP256Sha256, KeyRole::Zsk);
+    let wild = a_set("*.example.", 300);
+    let sig = sign(&wild, "*.example.", "example.", &zsk, NOW - DAY, NOW + DAY);
+    assert_eq!(sig.labels, 1);
+    let expanded = a_set("host.sub.example.", 300);
+    let v = verify_in_example(&expanded, sig, &zsk).unwrap();
+    assert!(v.wildcard);
+}
+
+/// KeyTrap (CVE-2023-50387): 100 keys sharing the signing key's tag, none
+/// of them the key, and 40 signatures by that tag, none good. Trying every
+/// key with every signature is 4,000 signature checks; the budget allows
+/// 32 in all, and the answer is bogus.
+#[test]
+fn colliding_keys_and_signatures_cost_a_bounded_number_of_checks() {
+    let zsk = key(Algorithm::EcdsaP256Sha256, KeyRole::Zsk);
+    let real = zsk.dnskey().clone();
+    let tag = zsk.key_tag();
+    // The key tag is a ones'-complement sum of the RDATA's 16-bit words:
+    // adding to one octet and taking as much from the octet two further
+    // on keeps it, and gives another key.
+    let mut keys = Vec::new();
+    for i in 0..100usize {
+        let mut k = real.clone();
+        let at = 4 + (i % 28) * 2;
+        let step = u8::try_from(1 + i / 28).unwrap();
+        k.public_key[at] = k.public_key[at].wrapping_add(step);
+        k.public_key[at + 2] = k.public_key[at + 2].wrapping_sub(step);
+        if bulwark_dnssec::key_tag(&Rdata::Dnskey(k.clone()).to_wire()) == tag && k != real {
+            keys.push(k);
+        }
+    }
+    assert!(keys.len() >= 50, "only {} colliding keys", keys.len());
+    let set = a_set("www.example.", 3600);
+    let good = sign(&set, "www.example.", "example.", &zsk, NOW - DAY, NOW + DAY);
+    let sigs: Vec<Rrsig> = (0..40u8)
+        .map(|i| {
+            let mut s = good.clone();
+            s.signature[5] ^= i.wrapping_add(1);
+            s
+        })
+        .collect();
+    let mut b = budget();
+    let e = verify_rrset(&set, &sigs, &name("example."), &keys, NOW, &mut b).unwrap_err();
+    assert_eq!(e.ede, ede::DNSSEC_BOGUS);
+    // The default budget: 32 checks for one validation, whatever it meets.
+    assert!(b.used() <= 32, "{} checks", b.used());
+    assert!(b.used() > 0);
+}
+
+#[test]
+fn a_ds_vouches_for_the_key_it_digests() {
+    let ksk = key(Algorithm::Ed25519, KeyRole::Ksk);
+    let zsk = key(Algorithm::Ed25519, KeyRole::Zsk);
+    let zone = name("example.");
+    let keys = [zsk.dnskey().clone(), ksk.dnskey().clone()];
+    let ds = ksk.ds(&zone, DigestType::Sha256);
+    assert_eq!(
+        keys_vouched_for(&zone, std::slice::from_ref(&ds), &keys, &budget()),
+        DsVerdict::Vouched(vec![1])
+    );
+    // A DS naming another key: bogus.
+    let stranger = key(Algorithm::Ed25519, KeyRole::Ksk).ds(&zone, DigestType::Sha256);
+    assert_eq!(
+        keys_vouched_for(&zone, std::slice::from_ref(&stranger), &keys, &budget()),
+        DsVerdict::Bogus(Bogus::new(
+            ede::DNSKEY_MISSING,
+            "no key of the zone matches its DS set"
+        ))
+    );
+    // RFC 4509 §3: beside a SHA-256 DS, a SHA-1 one is not used, even one
+    // that would match.
+    let sha1 = zsk.ds(&zone, DigestType::Sha1);
+    assert_eq!(
+        keys_vouched_for(&zone, &[sha1.clone(), ds], &keys, &budget()),
+        DsVerdict::Vouched(vec![1])
+    );
+    assert_eq!(
+        keys_vouched_for(&zone, &[sha1, stranger], &keys, &budget()),
+        DsVerdict::Bogus(Bogus::new(
+            ede::DNSKEY_MISSING,
+            "no key of the zone matches its DS set"
+        ))
+    );
+}
+
+#[test]
+fn a_ds_set_of_unknown_algorithms_or_digests_makes_the_zone_insecure() {
+    let ksk = key(Algorithm::Ed25519, KeyRole::Ksk);
+    let zone = name("example.");
+    let keys = [ksk.dnskey().clone()];
+    let mut unknown_alg = ksk.ds(&zone, DigestType::Sha256);
+    unknown_alg.algorithm = 200;
+    assert_eq!(
+        keys_vouched_for(&zone, &[unknown_alg], &keys, &budget()),
+        DsVerdict::Insecure {
+            ede: ede::UNSUPPORTED_DNSKEY_ALGORITHM
+        }
+    );
+    let mut unknown_digest = ksk.ds(&zone, DigestType::Sha256);
+    unknown_digest.digest_type = 3; // GOST, not implemented
+    assert_eq!(
+        keys_vouched_for(&zone, &[unknown_digest], &keys, &budget()),
+        DsVerdict::Insecure {
+            ede: ede::UNSUPPORTED_DS_DIGEST_TYPE
+        }
+    );
+}
