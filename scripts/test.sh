@@ -16,9 +16,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # SoftHSM with opensc's pkcs11-tool (keys in a PKCS#11 token), and for the
 # Debian package test (crates/bulwark/tests/it/package_deb.rs) dpkg-shlibdeps, lintian, man and
 # adduser, and libfaketime (package faketime) for Unbound's clock in the
-# Deckard resolver scenarios (crates/bulwark/tests/it/resolver_scenarios.rs).
+# Deckard resolver scenarios (crates/bulwark/tests/it/resolver_scenarios.rs),
+# and dns-root-data, whose root anchors the built-in ones are checked against
+# (crates/resolver/tests/validate.rs).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
-    ldnsutils unbound fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
+    ldnsutils unbound dns-root-data fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
     python3-prometheus-client
     systemd softhsm2 opensc
     dpkg-dev lintian man-db adduser

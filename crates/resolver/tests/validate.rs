@@ -316,3 +316,127 @@ fn a_ds_set_of_unknown_algorithms_or_digests_makes_the_zone_insecure() {
         }
     );
 }
+
+/// A file a Debian package installs, or, outside CI, `None` with a note
+/// (under `CI=true` a missing file fails the test: the test command
+/// installs the packages).
+fn debian_file(path: &str, package: &str) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {path} ({e}): install {package}");
+            None
+        }
+        Err(e) => panic!("{path}: {e} (the test command installs {package})"),
+    }
+}
+
+/// The built-in root anchors are IANA's: the same DS records as Debian's
+/// dns-root-data, and they vouch for the root keys BIND ships in its own
+/// `trust-anchors` statement (read by the BIND-syntax reader).
+#[test]
+fn the_built_in_root_anchors_are_ianas_and_vouch_for_the_root_keys() {
+    use bulwark_resolver::validate::{parse_anchors, root_anchors, AnchorData};
+    let built_in = root_anchors();
+    assert_eq!(built_in.len(), 2);
+    let Some(root_ds) = debian_file("/usr/share/dns/root.ds", "dns-root-data") else {
+        return;
+    };
+    let from_debian = parse_anchors(&root_ds, "/usr/share/dns/root.ds").unwrap();
+    let ds = |a: &[bulwark_resolver::validate::TrustAnchor]| -> Vec<bulwark_proto::rdata::Ds> {
+        a.iter()
+            .filter_map(|a| match &a.data {
+                AnchorData::Ds(ds) => Some(ds.clone()),
+                AnchorData::Dnskey(_) => None,
+            })
+            .collect()
+    };
+    assert_eq!(ds(&built_in), ds(&from_debian));
+
+    let Some(bind_keys) = debian_file("/etc/bind/bind.keys", "bind9") else {
+        return;
+    };
+    let bind = parse_anchors(&bind_keys, "/etc/bind/bind.keys").unwrap();
+    let keys: Vec<Dnskey> = bind
+        .iter()
+        .filter(|a| a.owner.is_root())
+        .filter_map(|a| match &a.data {
+            AnchorData::Dnskey(k) => Some(k.clone()),
+            AnchorData::Ds(_) => None,
+        })
+        .collect();
+    assert!(
+        bind.iter().all(|a| a.managed),
+        "bind.keys holds initial-key anchors"
+    );
+    // bind.keys holds KSK-2017 as a key and KSK-2024 as a DS record.
+    let DsVerdict::Vouched(vouched) =
+        keys_vouched_for(&Name::root(), &ds(&built_in), &keys, &budget())
+    else {
+        panic!("the root DS records vouch for none of BIND's root keys");
+    };
+    assert_eq!(vouched.len(), keys.len());
+    assert!(!keys.is_empty());
+    for d in ds(&bind) {
+        assert!(ds(&built_in).contains(&d), "BIND's {d:?} is not built in");
+    }
+
+    // Debian's root.key holds the same keys as DNSKEY lines.
+    if let Some(root_key) = debian_file("/usr/share/dns/root.key", "dns-root-data") {
+        let from_key = parse_anchors(&root_key, "/usr/share/dns/root.key").unwrap();
+        let keys: Vec<Dnskey> = from_key
+            .iter()
+            .filter_map(|a| match &a.data {
+                AnchorData::Dnskey(k) => Some(k.clone()),
+                AnchorData::Ds(_) => None,
+            })
+            .collect();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(
+            keys_vouched_for(&Name::root(), &ds(&built_in), &keys, &budget()),
+            DsVerdict::Vouched(vec![0, 1])
+        );
+    }
+}
+
+#[test]
+fn anchor_files_in_each_form_are_read_and_their_mistakes_located() {
+    use bulwark_resolver::validate::{parse_anchors, AnchorData};
+    // Unbound's auto-trust-anchor file: RFC 5011 state in comments.
+    let unbound = "; autotrust trust anchor file\n;;id: . 1\n\
+        . 172800 IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D ;;state=2 [  VALID  ] ;;count=0\n";
+    let a = parse_anchors(unbound, "root.key").unwrap();
+    assert_eq!(a.len(), 1);
+    assert!(a[0].managed);
+    assert!(matches!(&a[0].data, AnchorData::Ds(ds) if ds.key_tag == 20326));
+
+    // BIND's statement, with comments of all three kinds and a key broken
+    // over lines; static-ds is a fixed anchor.
+    let bind = "# anchors\ntrust-anchors {\n  // the test zone\n  example. static-ds 12345 13 2 \"0123456789abcdef\n 0123456789ABCDEF\";\n  /* a key */ example. initial-key 257 3 13 \"AQID\";\n};\n";
+    let a = parse_anchors(bind, "named.conf").unwrap();
+    assert_eq!(a.len(), 2);
+    assert!(!a[0].managed && a[1].managed);
+    assert!(
+        matches!(&a[0].data, AnchorData::Ds(ds) if ds.digest.len() == 16 && ds.algorithm == 13)
+    );
+    assert!(matches!(&a[1].data, AnchorData::Dnskey(k) if k.public_key == [1, 2, 3]));
+
+    // Mistakes, each at its place.
+    let at = |text: &str| {
+        let e = parse_anchors(text, "anchors.conf").unwrap_err();
+        (e[0].line, e[0].column, e[0].message.clone())
+    };
+    let (line, column, message) = at("trust-anchors {\n  . static-ds 20326 8 x \"E06D\";\n};\n");
+    assert_eq!((line, column), (2, 23), "{message}");
+    let (line, column, _) = at("trust-anchors {\n  . initial-key 257 3 8 \"not base64!\";\n};\n");
+    assert_eq!((line, column), (2, 25));
+    let (line, _, message) = at("trust-anchors {\n  . initial-key 257 3 8 \"AQID\";\n");
+    assert_eq!(line, 2, "{message}");
+    let (line, _, message) = at("; comment\n. IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n. IN A 192.0.2.1\n");
+    assert_eq!(line, 3, "{message}");
+    assert!(message.contains("only DS and DNSKEY"), "{message}");
+    let (line, _, _) = at("; comment\n. IN DS 20326 8 two E06D\n");
+    assert_eq!(line, 2);
+    let (_, _, message) = at("; nothing here\n");
+    assert!(message.contains("no trust anchor"), "{message}");
+}

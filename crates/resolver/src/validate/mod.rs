@@ -1,8 +1,8 @@
 //! DNSSEC validation (RFC 4033–4035, RFC 6840): the judgements that need
 //! no network. Whether an RRset's signatures hold with a zone's keys
 //! ([`rrset`]), and which of a zone's keys its parent's DS set vouches for
-//! ([`ds`]). The chain of trust from the anchors down and the denial proofs
-//! build on these.
+//! ([`ds`]), and where the chain of trust starts ([`anchors`]). The chain of
+//! trust from the anchors down and the denial proofs build on these.
 //!
 //! Every judgement draws on a [`Budget`]: KeyTrap (CVE-2023-50387) makes a
 //! validator try every key that shares a tag against every signature, so
@@ -10,10 +10,12 @@
 //! tries a bounded number of each, and running out is a bogus answer, not
 //! more work.
 
+pub mod anchors;
 pub mod budget;
 pub mod ds;
 pub mod rrset;
 
+pub use anchors::{parse_anchors, root_anchors, AnchorData, TrustAnchor};
 pub use budget::{Budget, WorkLimits};
 pub use ds::{keys_vouched_for, DsVerdict};
 pub use rrset::{verify_rrset, Verified};
