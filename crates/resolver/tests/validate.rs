@@ -440,3 +440,129 @@ fn anchor_files_in_each_form_are_read_and_their_mistakes_located() {
     let (_, _, message) = at("; nothing here\n");
     assert!(message.contains("no trust anchor"), "{message}");
 }
+
+mod nsec {
+    use super::name;
+    use bulwark_proto::rdata::{Nsec, TypeBitmap};
+    use bulwark_proto::Rtype;
+    use bulwark_resolver::ede;
+    use bulwark_resolver::validate::nsec::*;
+
+    fn r(owner: &str, next: &str, types: &[Rtype]) -> NsecRecord {
+        NsecRecord {
+            owner: name(owner),
+            nsec: Nsec {
+                next: name(next),
+                types: TypeBitmap::new(types.iter().copied()),
+            },
+        }
+    }
+
+    /// The NSEC chain of a zone in canonical order: the apex, a host, an
+    /// unsigned delegation (c), a wildcard under an empty non-terminal
+    /// (w), and a host under another (y).
+    fn chain() -> Vec<NsecRecord> {
+        use Rtype as T;
+        vec![
+            r(
+                "example.",
+                "a.example.",
+                &[T::SOA, T::NS, T::NSEC, T::RRSIG, T::DNSKEY],
+            ),
+            r("a.example.", "c.example.", &[T::A, T::NSEC, T::RRSIG]),
+            r("c.example.", "*.w.example.", &[T::NS, T::NSEC, T::RRSIG]),
+            r("*.w.example.", "x.y.example.", &[T::TXT, T::NSEC, T::RRSIG]),
+            r("x.y.example.", "example.", &[T::A, T::NSEC, T::RRSIG]),
+        ]
+    }
+
+    #[test]
+    fn nxdomain_needs_the_name_and_the_wildcard_denied() {
+        let all = chain();
+        assert_eq!(
+            prove_nxdomain(&name("b.example."), &all),
+            Ok(name("example."))
+        );
+        // Past the last name: the chain wraps to the apex.
+        assert_eq!(
+            prove_nxdomain(&name("z.example."), &all),
+            Ok(name("example."))
+        );
+        // Without the NSEC that covers *.example., a wildcard might exist.
+        let no_apex: Vec<_> = all[1..].to_vec();
+        assert_eq!(
+            prove_nxdomain(&name("b.example."), &no_apex)
+                .unwrap_err()
+                .ede,
+            ede::NSEC_MISSING
+        );
+        // A name that exists is not denied.
+        assert!(prove_nxdomain(&name("a.example."), &all).is_err());
+    }
+
+    #[test]
+    fn an_nsec_from_above_a_cut_denies_nothing_below_it() {
+        // foo.c.example. sorts between c.example. and *.w.example., but
+        // c.example. is a delegation: the child zone decides what exists.
+        assert!(prove_nxdomain(&name("foo.c.example."), &chain()).is_err());
+        assert_eq!(
+            prove_nodata(&name("c.example."), Rtype::A, &chain())
+                .unwrap_err()
+                .ede,
+            ede::DNSSEC_BOGUS
+        );
+        assert_eq!(
+            prove_nodata(&name("c.example."), Rtype::DS, &chain()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn nodata_for_a_name_and_for_an_empty_non_terminal() {
+        let all = chain();
+        assert_eq!(prove_nodata(&name("a.example."), Rtype::AAAA, &all), Ok(()));
+        assert_eq!(prove_nodata(&name("A.Example."), Rtype::MX, &all), Ok(()));
+        assert_eq!(
+            prove_nodata(&name("a.example."), Rtype::A, &all)
+                .unwrap_err()
+                .ede,
+            ede::DNSSEC_BOGUS
+        );
+        // y.example. exists only as the parent of x.y.example.
+        assert_eq!(prove_nodata(&name("y.example."), Rtype::A, &all), Ok(()));
+        assert_eq!(
+            prove_nodata(&name("b.example."), Rtype::A, &all)
+                .unwrap_err()
+                .ede,
+            ede::NSEC_MISSING
+        );
+    }
+
+    #[test]
+    fn wildcard_answers_and_wildcard_nodata() {
+        let all = chain();
+        // host.w.example. A, answered from *.w.example. (RRSIG labels 2).
+        assert_eq!(
+            prove_wildcard_answer(&name("host.w.example."), 2, &all),
+            Ok(())
+        );
+        // Labels saying the wildcard was higher up do not match the proof.
+        assert!(prove_wildcard_answer(&name("host.w.example."), 1, &all).is_err());
+        // A name that exists cannot have been a wildcard's.
+        assert!(prove_wildcard_answer(&name("x.y.example."), 2, &all).is_err());
+        assert_eq!(
+            prove_wildcard_nodata(&name("host.w.example."), Rtype::AAAA, &all),
+            Ok(())
+        );
+        assert!(prove_wildcard_nodata(&name("host.w.example."), Rtype::TXT, &all).is_err());
+    }
+
+    #[test]
+    fn an_unsigned_delegation_is_proven_by_the_nsec_at_it() {
+        let all = chain();
+        assert_eq!(prove_insecure_delegation(&name("c.example."), &all), Ok(()));
+        assert!(prove_insecure_delegation(&name("a.example."), &all).is_err());
+        assert!(prove_insecure_delegation(&name("example."), &all).is_err());
+        assert!(prove_insecure_delegation(&name("d.example."), &all).is_err());
+    }
+}
