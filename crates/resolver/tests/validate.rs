@@ -566,3 +566,281 @@ mod nsec {
         assert!(prove_insecure_delegation(&name("d.example."), &all).is_err());
     }
 }
+
+mod nsec3 {
+    use super::name;
+    use bulwark_crypto::nsec3_hash;
+    use bulwark_proto::encoding::base32hex_encode;
+    use bulwark_proto::rdata::{Nsec3, TypeBitmap};
+    use bulwark_proto::{Name, Rtype};
+    use bulwark_resolver::ede;
+    use bulwark_resolver::validate::nsec3::*;
+    use bulwark_resolver::validate::{Budget, WorkLimits};
+
+    const SALT: [u8; 4] = [0xaa, 0xbb, 0xcc, 0xdd];
+
+    /// The NSEC3 chain of `example.` over `names` (with their types), made
+    /// as a signer makes it: hashed, sorted, each pointing to the next;
+    /// `opt_out` flags every record.
+    fn chain(names: &[(&str, &[Rtype])], iterations: u16, opt_out: bool) -> Vec<Nsec3Record> {
+        let mut hashed: Vec<(Vec<u8>, Vec<Rtype>)> = names
+            .iter()
+            .map(|(n, t)| {
+                let wire = name(n).to_lowercase();
+                (
+                    nsec3_hash(wire.as_wire(), &SALT, iterations).to_vec(),
+                    t.to_vec(),
+                )
+            })
+            .collect();
+        hashed.sort();
+        (0..hashed.len())
+            .map(|i| {
+                let (h, types) = &hashed[i];
+                let next = hashed[(i + 1) % hashed.len()].0.clone();
+                let owner: Name = format!("{}.example.", base32hex_encode(h)).parse().unwrap();
+                Nsec3Record::new(
+                    &owner,
+                    Nsec3 {
+                        hash_algorithm: 1,
+                        flags: u8::from(opt_out),
+                        iterations,
+                        salt: SALT.to_vec(),
+                        next_hashed: next,
+                        types: TypeBitmap::new(types.iter().copied()),
+                    },
+                )
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn zone(iterations: u16, opt_out: bool) -> Vec<Nsec3Record> {
+        use Rtype as T;
+        chain(
+            &[
+                (
+                    "example.",
+                    &[T::SOA, T::NS, T::DNSKEY, T::NSEC3PARAM, T::RRSIG],
+                ),
+                ("a.example.", &[T::A, T::RRSIG]),
+                ("w.example.", &[]),
+                ("*.w.example.", &[T::TXT, T::RRSIG]),
+                ("c.example.", &[T::NS]),
+            ],
+            iterations,
+            opt_out,
+        )
+    }
+
+    fn budget() -> Budget {
+        Budget::new(WorkLimits::default())
+    }
+
+    const P: Result<Nsec3Proof, u16> = Ok(Nsec3Proof::Proven);
+
+    fn ede_of(r: Result<Nsec3Proof, bulwark_resolver::validate::Bogus>) -> Result<Nsec3Proof, u16> {
+        r.map_err(|b| b.ede)
+    }
+
+    #[test]
+    fn each_denial_is_proven_over_hashed_names() {
+        let z = zone(0, false);
+        let apex = name("example.");
+        let b = &mut budget();
+        assert_eq!(ede_of(prove_nxdomain(&name("b.example."), &apex, &z, b)), P);
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("deep.b.example."),
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("a.example."),
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Err(ede::DNSSEC_BOGUS)
+        );
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("a.example."),
+                Rtype::AAAA,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("a.example."),
+                Rtype::A,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Err(ede::DNSSEC_BOGUS)
+        );
+        // An empty non-terminal has its own NSEC3.
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("w.example."),
+                Rtype::A,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_wildcard_answer(
+                &name("host.w.example."),
+                2,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_wildcard_nodata(
+                &name("host.w.example."),
+                Rtype::AAAA,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_wildcard_nodata(
+                &name("host.w.example."),
+                Rtype::TXT,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Err(ede::DNSSEC_BOGUS)
+        );
+        assert_eq!(
+            ede_of(prove_insecure_delegation(
+                &name("c.example."),
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("c.example."),
+                Rtype::DS,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("c.example."),
+                Rtype::A,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Err(ede::DNSSEC_BOGUS)
+        );
+        // Records of another zone prove nothing here.
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("b.example."),
+                &name("other."),
+                &z,
+                &mut budget()
+            )),
+            Err(ede::NSEC_MISSING)
+        );
+    }
+
+    #[test]
+    fn opt_out_spans_and_costly_zones_are_insecure_not_secure() {
+        let apex = name("example.");
+        let z = zone(0, true);
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("b.example."),
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Ok(Nsec3Proof::Insecure)
+        );
+        // An unsigned delegation hidden in an opt-out span.
+        assert_eq!(
+            ede_of(prove_nodata(
+                &name("d.example."),
+                Rtype::DS,
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            Ok(Nsec3Proof::Insecure)
+        );
+        assert_eq!(
+            ede_of(prove_insecure_delegation(
+                &name("d.example."),
+                &apex,
+                &z,
+                &mut budget()
+            )),
+            P
+        );
+        // RFC 9276: past the iteration limit, nothing is hashed; insecure.
+        let costly = zone(MAX_ITERATIONS + 1, false);
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("b.example."),
+                &apex,
+                &costly,
+                &mut budget()
+            )),
+            Ok(Nsec3Proof::Insecure)
+        );
+        assert_eq!(
+            ede_of(prove_nxdomain(
+                &name("b.example."),
+                &apex,
+                &zone(MAX_ITERATIONS, false),
+                &mut budget()
+            )),
+            P
+        );
+    }
+
+    /// CVE-2023-50868: a name 40 labels below the zone makes a validator
+    /// hash every ancestor to find the closest encloser. The budget stops
+    /// it at 16 hashes and the answer is bogus; with no bound, the same
+    /// proof holds after 41.
+    #[test]
+    fn a_long_name_costs_a_bounded_number_of_hashes() {
+        let apex = name("example.");
+        let z = zone(10, false);
+        let long: Name = format!("{}b.example.", "x.".repeat(40)).parse().unwrap();
+        assert_eq!(
+            ede_of(prove_nxdomain(&long, &apex, &z, &mut budget())),
+            Err(ede::DNSSEC_BOGUS)
+        );
+        let mut unbounded = Budget::new(WorkLimits {
+            nsec3_hashes: 1000,
+            ..WorkLimits::default()
+        });
+        assert_eq!(ede_of(prove_nxdomain(&long, &apex, &z, &mut unbounded)), P);
+    }
+}

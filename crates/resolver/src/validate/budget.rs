@@ -20,6 +20,9 @@ pub struct WorkLimits {
     pub keys_per_signature: u32,
     /// Signatures tried for one RRset.
     pub signatures_per_rrset: u32,
+    /// NSEC3 hashes computed per validation (CVE-2023-50868: a long name
+    /// under an NSEC3 zone made validators hash every ancestor).
+    pub nsec3_hashes: u32,
 }
 
 impl Default for WorkLimits {
@@ -28,6 +31,7 @@ impl Default for WorkLimits {
             verifications: 32,
             keys_per_signature: 4,
             signatures_per_rrset: 8,
+            nsec3_hashes: 16,
         }
     }
 }
@@ -37,6 +41,7 @@ impl Default for WorkLimits {
 pub struct Budget {
     limits: WorkLimits,
     verifications_left: u32,
+    hashes_left: u32,
     used: u32,
 }
 
@@ -47,6 +52,7 @@ impl Budget {
         Budget {
             limits,
             verifications_left: limits.verifications,
+            hashes_left: limits.nsec3_hashes,
             used: 0,
         }
     }
@@ -59,6 +65,12 @@ impl Budget {
     pub fn take_verification(&mut self) -> Result<(), Bogus> {
         self.verifications_left = self.verifications_left.checked_sub(1).ok_or(EXHAUSTED)?;
         self.used = self.used.saturating_add(1);
+        Ok(())
+    }
+
+    /// Takes one NSEC3 hash, or says the budget is spent.
+    pub fn take_hash(&mut self) -> Result<(), Bogus> {
+        self.hashes_left = self.hashes_left.checked_sub(1).ok_or(EXHAUSTED)?;
         Ok(())
     }
 

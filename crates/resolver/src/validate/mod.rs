@@ -1,7 +1,8 @@
 //! DNSSEC validation (RFC 4033–4035, RFC 6840): the judgements that need
 //! no network. Whether an RRset's signatures hold with a zone's keys
 //! ([`rrset`]), and which of a zone's keys its parent's DS set vouches for
-//! ([`ds`]), what NSEC records prove ([`nsec`]), and where the chain of
+//! ([`ds`]), what NSEC and NSEC3 records prove ([`nsec`], [`nsec3`]), and
+//! where the chain of
 //! trust starts ([`anchors`]). The chain of
 //! trust from the anchors down and the denial proofs build on these.
 //!
@@ -15,6 +16,7 @@ pub mod anchors;
 pub mod budget;
 pub mod ds;
 pub mod nsec;
+pub mod nsec3;
 pub mod rrset;
 
 pub use anchors::{parse_anchors, root_anchors, AnchorData, TrustAnchor};
