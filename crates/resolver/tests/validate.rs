@@ -844,3 +844,149 @@ mod nsec3 {
         assert_eq!(ede_of(prove_nxdomain(&long, &apex, &z, &mut unbounded)), P);
     }
 }
+
+/// The DNSKEY RRset of `zone` holding `keys`, and `signer`'s signature over it.
+fn dnskey_set(zone: &str, keys: &[&ZoneKey], signer: &ZoneKey) -> (RrSet, Rrsig) {
+    let mut set = RrSet::new(name(zone), Rtype::DNSKEY, 3600);
+    for k in keys {
+        set.push(Rdata::Dnskey(k.dnskey().clone()).to_wire(), 3600);
+    }
+    let sig = sign(&set, zone, zone, signer, NOW - DAY, NOW + DAY);
+    (set, sig)
+}
+
+/// The chain of trust with the primitives alone: the root's keys by the
+/// anchor, a TLD's DS set by the root's ZSK, the TLD's keys by that DS, and
+/// a host's address by the TLD's ZSK.
+#[test]
+fn a_chain_of_trust_from_an_anchor_down_to_an_address() {
+    use bulwark_resolver::validate::{
+        trust_by_anchors, trust_by_ds, AnchorData, TrustAnchor, ZoneKeys,
+    };
+    let (root_ksk, root_zsk) = (
+        key(Algorithm::Ed25519, KeyRole::Ksk),
+        key(Algorithm::Ed25519, KeyRole::Zsk),
+    );
+    let (tld_ksk, tld_zsk) = (
+        key(Algorithm::EcdsaP256Sha256, KeyRole::Ksk),
+        key(Algorithm::EcdsaP256Sha256, KeyRole::Zsk),
+    );
+    let anchor = TrustAnchor {
+        owner: Name::root(),
+        data: AnchorData::Ds(root_ksk.ds(&Name::root(), DigestType::Sha256)),
+        managed: false,
+    };
+    let (root_keys, root_sig) = dnskey_set(".", &[&root_ksk, &root_zsk], &root_ksk);
+    let b = &mut budget();
+    let ZoneKeys::Secure {
+        keys: root_trusted, ..
+    } = trust_by_anchors(
+        &Name::root(),
+        &root_keys,
+        std::slice::from_ref(&root_sig),
+        std::slice::from_ref(&anchor),
+        NOW,
+        b,
+    )
+    .unwrap()
+    else {
+        panic!("the root's keys are not secure");
+    };
+    // The TLD's DS set, published and signed in the root zone.
+    let ds = tld_ksk.ds(&name("example."), DigestType::Sha256);
+    let mut ds_set = RrSet::new(name("example."), Rtype::DS, 86400);
+    ds_set.push(Rdata::Ds(ds.clone()).to_wire(), 86400);
+    let ds_sig = sign(&ds_set, "example.", ".", &root_zsk, NOW - DAY, NOW + DAY);
+    verify_rrset(&ds_set, &[ds_sig], &Name::root(), &root_trusted, NOW, b).unwrap();
+    let (tld_keys, tld_sig) = dnskey_set("example.", &[&tld_ksk, &tld_zsk], &tld_ksk);
+    let ZoneKeys::Secure {
+        keys: tld_trusted, ..
+    } = trust_by_ds(
+        &name("example."),
+        &tld_keys,
+        std::slice::from_ref(&tld_sig),
+        std::slice::from_ref(&ds),
+        NOW,
+        b,
+    )
+    .unwrap()
+    else {
+        panic!("the TLD's keys are not secure");
+    };
+    let host = a_set("www.example.", 300);
+    let host_sig = sign(
+        &host,
+        "www.example.",
+        "example.",
+        &tld_zsk,
+        NOW - DAY,
+        NOW + DAY,
+    );
+    verify_rrset(&host, &[host_sig], &name("example."), &tld_trusted, NOW, b).unwrap();
+    assert!(b.used() <= 4, "{} checks for four RRsets", b.used());
+
+    // A DNSKEY set signed only by a key the DS does not name is bogus.
+    let (zsk_signed, zsk_sig) = dnskey_set("example.", &[&tld_ksk, &tld_zsk], &tld_zsk);
+    let e = trust_by_ds(
+        &name("example."),
+        &zsk_signed,
+        &[zsk_sig],
+        std::slice::from_ref(&ds),
+        NOW,
+        &mut budget(),
+    )
+    .unwrap_err();
+    assert_eq!(e.ede, ede::DNSKEY_MISSING);
+    // A DS of an algorithm not implemented: insecure, not bogus.
+    let mut unknown = ds;
+    unknown.algorithm = 253;
+    assert_eq!(
+        trust_by_ds(
+            &name("example."),
+            &tld_keys,
+            &[tld_sig],
+            &[unknown],
+            NOW,
+            &mut budget()
+        ),
+        Ok(ZoneKeys::Insecure {
+            ede: ede::UNSUPPORTED_DNSKEY_ALGORITHM
+        })
+    );
+    // A key as the anchor instead of a DS.
+    let key_anchor = TrustAnchor {
+        owner: Name::root(),
+        data: AnchorData::Dnskey(root_ksk.dnskey().clone()),
+        managed: false,
+    };
+    assert!(matches!(
+        trust_by_anchors(
+            &Name::root(),
+            &root_keys,
+            std::slice::from_ref(&root_sig),
+            &[key_anchor],
+            NOW,
+            &mut budget()
+        ),
+        Ok(ZoneKeys::Secure { .. })
+    ));
+    // An anchor for another key: bogus.
+    let stranger = TrustAnchor {
+        owner: Name::root(),
+        data: AnchorData::Dnskey(key(Algorithm::Ed25519, KeyRole::Ksk).dnskey().clone()),
+        managed: false,
+    };
+    assert_eq!(
+        trust_by_anchors(
+            &Name::root(),
+            &root_keys,
+            &[root_sig],
+            &[stranger],
+            NOW,
+            &mut budget()
+        )
+        .unwrap_err()
+        .ede,
+        ede::DNSKEY_MISSING
+    );
+}

@@ -1,10 +1,10 @@
-//! DNSSEC validation (RFC 4033–4035, RFC 6840): the judgements that need
-//! no network. Whether an RRset's signatures hold with a zone's keys
-//! ([`rrset`]), and which of a zone's keys its parent's DS set vouches for
-//! ([`ds`]), what NSEC and NSEC3 records prove ([`nsec`], [`nsec3`]), and
-//! where the chain of
-//! trust starts ([`anchors`]). The chain of
-//! trust from the anchors down and the denial proofs build on these.
+//! DNSSEC validation (RFC 4033–4035, RFC 5155, RFC 6840): the judgements
+//! that need no network. Whether an RRset's signatures hold with a zone's
+//! keys ([`rrset`]); which of a zone's keys its parent's DS set vouches for
+//! ([`ds`]) and so whether its DNSKEY set is trusted ([`zone_keys`]); where
+//! the chain of trust starts ([`anchors`]); what NSEC and NSEC3 records
+//! prove ([`nsec`], [`nsec3`]). The engine walks the chain of trust down
+//! from the anchors with these.
 //!
 //! Every judgement draws on a [`Budget`]: KeyTrap (CVE-2023-50387) makes a
 //! validator try every key that shares a tag against every signature, so
@@ -18,11 +18,13 @@ pub mod ds;
 pub mod nsec;
 pub mod nsec3;
 pub mod rrset;
+pub mod zone_keys;
 
 pub use anchors::{parse_anchors, root_anchors, AnchorData, TrustAnchor};
 pub use budget::{Budget, WorkLimits};
 pub use ds::{keys_vouched_for, DsVerdict};
 pub use rrset::{verify_rrset, Verified};
+pub use zone_keys::{trust_by_anchors, trust_by_ds, ZoneKeys};
 
 /// Why data is bogus: the Extended DNS Error (RFC 8914) it is answered
 /// with, and words for the log.
