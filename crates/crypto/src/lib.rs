@@ -33,4 +33,4 @@ pub use hmac::{hmac_verify, HmacAlgorithm, HmacContext, HmacKey, HmacTag};
 pub use keys::{SigningKey, PRIVATE_KEY_FIELD, RSA_FIELDS};
 pub use nsec3::{nsec3_hash, Nsec3Hash, NSEC3_HASH_LEN};
 pub use pkcs11::{Pkcs11Token, Pkcs11Uri};
-pub use verify::{rsa_public_components, verify};
+pub use verify::{can_verify, rsa_public_components, verify};

@@ -2,8 +2,9 @@
 //! suite and, later, the validating resolver use.
 
 use aws_lc_rs::signature::{
-    RsaPublicKeyComponents, UnparsedPublicKey, VerificationAlgorithm, ECDSA_P256_SHA256_FIXED,
-    ECDSA_P384_SHA384_FIXED, ED25519, RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
+    RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey, VerificationAlgorithm,
+    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519,
+    RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
     RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
 };
 
@@ -25,6 +26,18 @@ pub fn rsa_public_components(public_key: &[u8]) -> Option<(&[u8], &[u8])> {
     (!exponent.is_empty() && !modulus.is_empty()).then_some((exponent, modulus))
 }
 
+/// RSASHA1 (5) and RSASHA1-NSEC3-SHA1 (7): nobody should sign with them
+/// any more, but a validator must still check them (RFC 8624 §3.1), and
+/// many zones still use them. Verified here; [`Algorithm`], which signs,
+/// leaves them out.
+const RSASHA1: u8 = 5;
+const RSASHA1_NSEC3_SHA1: u8 = 7;
+
+/// Whether [`verify`] checks signatures of DNSSEC algorithm `algorithm`.
+pub fn can_verify(algorithm: u8) -> bool {
+    matches!(algorithm, RSASHA1 | RSASHA1_NSEC3_SHA1) || Algorithm::from_number(algorithm).is_some()
+}
+
 /// Verifies `signature` over `data` with a DNSKEY of algorithm `algorithm`.
 pub fn verify(
     algorithm: u8,
@@ -32,19 +45,24 @@ pub fn verify(
     data: &[u8],
     signature: &[u8],
 ) -> Result<(), CryptoError> {
+    if matches!(algorithm, RSASHA1 | RSASHA1_NSEC3_SHA1) {
+        return verify_rsa(
+            &RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
+            public_key,
+            data,
+            signature,
+        );
+    }
     let alg =
         Algorithm::from_number(algorithm).ok_or(CryptoError::UnsupportedAlgorithm(algorithm))?;
     let checked = match alg {
         Algorithm::RsaSha256 | Algorithm::RsaSha512 => {
-            let (e, n) =
-                rsa_public_components(public_key).ok_or(CryptoError::MalformedPublicKey)?;
-            // Old zones still carry 1024-bit keys; validation accepts them.
             let params = if alg == Algorithm::RsaSha512 {
                 &RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY
             } else {
                 &RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY
             };
-            RsaPublicKeyComponents { n, e }.verify(params, data, signature)
+            return verify_rsa(params, public_key, data, signature);
         }
         Algorithm::EcdsaP256Sha256 | Algorithm::EcdsaP384Sha384 => {
             let curve: &'static dyn VerificationAlgorithm = if alg == Algorithm::EcdsaP256Sha256 {
@@ -60,6 +78,20 @@ pub fn verify(
         Algorithm::Ed25519 => UnparsedPublicKey::new(&ED25519, public_key).verify(data, signature),
     };
     checked.map_err(|_| CryptoError::BadSignature)
+}
+
+/// An RSA signature with an RFC 3110 public key. Old zones still carry
+/// 1024-bit keys; validation accepts them.
+fn verify_rsa(
+    params: &'static RsaParameters,
+    public_key: &[u8],
+    data: &[u8],
+    signature: &[u8],
+) -> Result<(), CryptoError> {
+    let (e, n) = rsa_public_components(public_key).ok_or(CryptoError::MalformedPublicKey)?;
+    RsaPublicKeyComponents { n, e }
+        .verify(params, data, signature)
+        .map_err(|_| CryptoError::BadSignature)
 }
 
 #[cfg(test)]
@@ -90,9 +122,15 @@ mod tests {
     #[test]
     fn unknown_algorithms_and_garbage_keys_fail_cleanly() {
         assert_eq!(
-            verify(5, &[1], b"x", b"y"),
-            Err(CryptoError::UnsupportedAlgorithm(5))
+            verify(3, &[1], b"x", b"y"),
+            Err(CryptoError::UnsupportedAlgorithm(3))
         );
+        assert_eq!(
+            verify(5, &[], b"x", b"y"),
+            Err(CryptoError::MalformedPublicKey)
+        );
+        assert!(can_verify(5) && can_verify(7) && can_verify(15));
+        assert!(!can_verify(3) && !can_verify(6) && !can_verify(16));
         assert_eq!(
             verify(8, &[], b"x", b"y"),
             Err(CryptoError::MalformedPublicKey)

@@ -317,18 +317,11 @@ fn a_ds_set_of_unknown_algorithms_or_digests_makes_the_zone_insecure() {
     );
 }
 
-/// A file a Debian package installs, or, outside CI, `None` with a note
-/// (under `CI=true` a missing file fails the test: the test command
-/// installs the packages).
+/// A file a Debian package installs: `None` outside CI when it is missing
+/// (the test says it is skipped); under `CI=true` a missing file fails.
 fn debian_file(path: &str, package: &str) -> Option<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Some(text),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {path} ({e}): install {package}");
-            None
-        }
-        Err(e) => panic!("{path}: {e} (the test command installs {package})"),
-    }
+    let file = bulwark_testkit::require_file(path, package)?;
+    Some(std::fs::read_to_string(file).unwrap())
 }
 
 /// The built-in root anchors are IANA's: the same DS records as Debian's
@@ -989,4 +982,196 @@ fn a_chain_of_trust_from_an_anchor_down_to_an_address() {
         .ede,
         ede::DNSKEY_MISSING
     );
+}
+
+/// Zones signed by BIND's dnssec-signzone, with RSASHA1 and NSEC, and
+/// RSASHA1-NSEC3-SHA1 and NSEC3 (the algorithms a validator must still
+/// check, RFC 8624 §3.1): the DS dnssec-dsfromkey makes vouches for the
+/// keys, the keys for the data, and the zone's own NSEC or NSEC3 chain
+/// proves what does not exist.
+#[test]
+fn zones_signed_by_bind_validate_with_their_ds_and_denials() {
+    use bulwark_resolver::validate::nsec::NsecRecord;
+    use bulwark_resolver::validate::nsec3::{Nsec3Proof, Nsec3Record};
+    use bulwark_resolver::validate::{
+        nsec, nsec3, parse_anchors, trust_by_ds, AnchorData, ZoneKeys,
+    };
+    let (Some(keygen), Some(signzone), Some(dsfromkey)) = (
+        bulwark_testkit::require_tool("dnssec-keygen"),
+        bulwark_testkit::require_tool("dnssec-signzone"),
+        bulwark_testkit::require_tool("dnssec-dsfromkey"),
+    ) else {
+        return;
+    };
+    let now = u32::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap();
+    for (algorithm, nsec3_args) in [
+        ("RSASHA1", None),
+        ("NSEC3RSASHA1", Some(["-3", "aabbccdd", "-H", "5"])),
+    ] {
+        let dir = std::env::temp_dir().join(format!(
+            "bulwark-validate-{}-{algorithm}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("example.zone"),
+            "$TTL 3600\n@ SOA ns admin 1 3600 600 86400 300\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.80\n*.w TXT \"wild\"\n",
+        )
+        .unwrap();
+        let run = |program: &std::path::Path, args: &[&str]| -> String {
+            let out = std::process::Command::new(program)
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{program:?} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        run(
+            &keygen,
+            &[
+                "-q", "-a", algorithm, "-b", "1024", "-n", "ZONE", "example.",
+            ],
+        );
+        let ksk = run(
+            &keygen,
+            &[
+                "-q", "-a", algorithm, "-b", "1024", "-f", "KSK", "-n", "ZONE", "example.",
+            ],
+        );
+        let mut args = vec!["-q", "-o", "example.", "-S", "-K", ".", "-f", "signed.zone"];
+        if let Some(extra) = &nsec3_args {
+            args.extend_from_slice(extra);
+        }
+        args.push("example.zone");
+        run(&signzone, &args);
+        let ds_text = run(&dsfromkey, &["-2", &format!("{}.key", ksk.trim())]);
+        let ds: Vec<_> = parse_anchors(&ds_text, "dsfromkey")
+            .unwrap()
+            .into_iter()
+            .filter_map(|a| match a.data {
+                AnchorData::Ds(ds) => Some(ds),
+                AnchorData::Dnskey(_) => None,
+            })
+            .collect();
+        let signed = std::fs::read_to_string(dir.join("signed.zone")).unwrap();
+        let records = bulwark_zone::parse_str(&signed, &name("example."), "signed.zone").unwrap();
+        let set_of = |owner: &str, rtype: Rtype| -> (RrSet, Vec<Rrsig>) {
+            let mut set = RrSet::new(name(owner), rtype, u32::MAX);
+            let mut sigs = Vec::new();
+            for r in records.iter().filter(|r| r.owner == name(owner)) {
+                match &r.rdata {
+                    Rdata::Rrsig(sig) if sig.type_covered == rtype => sigs.push(sig.clone()),
+                    d if d.rtype() == rtype => set.push(d.to_wire(), r.ttl),
+                    _ => {}
+                }
+            }
+            (set, sigs)
+        };
+        let zone = name("example.");
+        let b = &mut budget();
+        let (keys, key_sigs) = set_of("example.", Rtype::DNSKEY);
+        let ZoneKeys::Secure { keys, .. } = trust_by_ds(&zone, &keys, &key_sigs, &ds, now, b)
+            .unwrap_or_else(|e| panic!("{algorithm}: {e:?}"))
+        else {
+            panic!("{algorithm}: the keys are not secure");
+        };
+        let (www, www_sigs) = set_of("www.example.", Rtype::A);
+        verify_rrset(&www, &www_sigs, &zone, &keys, now, b)
+            .unwrap_or_else(|e| panic!("{algorithm}: {e:?}"));
+        // A wildcard's signature, checked for a name it answers.
+        let (wild, wild_sigs) = set_of("*.w.example.", Rtype::TXT);
+        let mut expanded = wild.clone();
+        expanded.owner = name("host.w.example.");
+        assert!(
+            verify_rrset(&expanded, &wild_sigs, &zone, &keys, now, b)
+                .unwrap()
+                .wildcard
+        );
+
+        match nsec3_args {
+            None => {
+                let chain: Vec<NsecRecord> = records
+                    .iter()
+                    .filter_map(|r| match &r.rdata {
+                        Rdata::Nsec(n) => Some(NsecRecord {
+                            owner: r.owner.clone(),
+                            nsec: n.clone(),
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(
+                    nsec::prove_nxdomain(&name("nope.example."), &chain),
+                    Ok(zone.clone())
+                );
+                assert_eq!(
+                    nsec::prove_nodata(&name("www.example."), Rtype::AAAA, &chain),
+                    Ok(())
+                );
+                assert_eq!(
+                    nsec::prove_wildcard_answer(&name("host.w.example."), 2, &chain),
+                    Ok(())
+                );
+                assert!(nsec::prove_nxdomain(&name("www.example."), &chain).is_err());
+            }
+            Some(_) => {
+                let chain: Vec<Nsec3Record> = records
+                    .iter()
+                    .filter_map(|r| match &r.rdata {
+                        Rdata::Nsec3(n) => Nsec3Record::new(&r.owner, n.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                assert!(!chain.is_empty());
+                let p =
+                    |r: Result<Nsec3Proof, bulwark_resolver::validate::Bogus>| r.map_err(|b| b.ede);
+                assert_eq!(
+                    p(nsec3::prove_nxdomain(
+                        &name("nope.example."),
+                        &zone,
+                        &chain,
+                        &mut budget()
+                    )),
+                    Ok(Nsec3Proof::Proven)
+                );
+                assert_eq!(
+                    p(nsec3::prove_nodata(
+                        &name("www.example."),
+                        Rtype::AAAA,
+                        &zone,
+                        &chain,
+                        &mut budget()
+                    )),
+                    Ok(Nsec3Proof::Proven)
+                );
+                assert_eq!(
+                    p(nsec3::prove_wildcard_answer(
+                        &name("host.w.example."),
+                        2,
+                        &zone,
+                        &chain,
+                        &mut budget()
+                    )),
+                    Ok(Nsec3Proof::Proven)
+                );
+                assert!(
+                    nsec3::prove_nxdomain(&name("www.example."), &zone, &chain, &mut budget())
+                        .is_err()
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -8,7 +8,7 @@
 //!   §3: a SHA-1 DS is ignored beside a SHA-256 one, so a forged SHA-1
 //!   record cannot downgrade the zone).
 
-use bulwark_crypto::{ds_digest, Algorithm, DigestType};
+use bulwark_crypto::{can_verify, ds_digest, DigestType};
 use bulwark_dnssec::key_tag;
 use bulwark_proto::rdata::{Dnskey, Ds};
 use bulwark_proto::{Name, Rdata};
@@ -40,7 +40,7 @@ pub fn keys_vouched_for(
     keys: &[Dnskey],
     budget: &Budget,
 ) -> DsVerdict {
-    let usable_algorithm = |ds: &&Ds| Algorithm::from_number(ds.algorithm).is_some();
+    let usable_algorithm = |ds: &&Ds| can_verify(ds.algorithm);
     if !ds_set.iter().any(|ds| usable_algorithm(&ds)) {
         return DsVerdict::Insecure {
             ede: ede::UNSUPPORTED_DNSKEY_ALGORITHM,

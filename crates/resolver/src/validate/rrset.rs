@@ -140,7 +140,7 @@ fn try_keys(
         if key.flags & REVOKED != 0 {
             continue;
         }
-        if bulwark_crypto::Algorithm::from_number(key.algorithm).is_none() {
+        if !bulwark_crypto::can_verify(key.algorithm) {
             outcome = Err(Bogus::new(
                 ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                 "the zone signs with an algorithm not supported",
