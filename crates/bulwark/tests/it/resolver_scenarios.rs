@@ -31,11 +31,14 @@ use crate::support;
 /// `iter_*` scenarios fail with that configuration for reasons of
 /// Unbound's, not the runner's (docs/testing.md says which and why); a few
 /// pass or fail with Unbound's random choices and are not listed.
+/// iter_cname_double was listed and is no longer: with QNAME minimisation
+/// Unbound sometimes looks up `ns.next.com.`'s address, which the scenario
+/// does not script, and three plays in a row failed that way (1 run in
+/// about 5 under full load).
 const UNBOUND_PASSES: &[&str] = &[
     "fwd_val_cname_sibling",
     "iter_badglue",
     "iter_cname_badauth",
-    "iter_cname_double",
     "iter_cname_qnamecopy",
     "iter_cycle",
     "iter_cycle_noh",
