@@ -552,16 +552,7 @@ impl Cache {
                 let (dname, found, target) = self.dname_above(&name, now, allow_stale)?;
                 stale |= found.stale;
                 due |= found.entry.refresh_due(now);
-                let ttl = ttl_of(&found);
-                let mut cname = RrSet::new(name.clone(), Rtype::CNAME, ttl);
-                cname.push(Rdata::Cname(target.clone()).to_wire(), ttl);
-                if !answer
-                    .iter()
-                    .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
-                {
-                    answer.push(with_ttl(dname.clone(), ttl));
-                }
-                answer.push(cname);
+                push_dname_link(&mut answer, &name, dname, &target, ttl_of(&found));
                 name = target;
                 continue;
             };
@@ -634,16 +625,7 @@ impl Cache {
             if found.entry.trust < Trust::NonAuthAnswer {
                 break;
             }
-            let ttl = found.ttl_left(now);
-            let mut cname = RrSet::new(name.clone(), Rtype::CNAME, ttl);
-            cname.push(Rdata::Cname(target.clone()).to_wire(), ttl);
-            if !chain
-                .iter()
-                .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
-            {
-                chain.push(with_ttl(dname, ttl));
-            }
-            chain.push(cname);
+            push_dname_link(&mut chain, &name, dname, &target, found.ttl_left(now));
             name = target;
         }
         (!chain.is_empty()).then_some((chain, name))
@@ -767,6 +749,21 @@ fn negative_ttl(soa: &RrSet) -> Option<u32> {
         _ => None,
     })?;
     Some(soa.ttl.min(minimum))
+}
+
+/// Adds to `chain` the link a DNAME makes for `name`: the DNAME (once per
+/// chain: one DNAME may rewrite several links) and the CNAME it synthesises
+/// to `target` (RFC 6672 §3.1), both with `ttl`.
+fn push_dname_link(chain: &mut Vec<RrSet>, name: &Name, dname: RrSet, target: &Name, ttl: u32) {
+    let mut cname = RrSet::new(name.clone(), Rtype::CNAME, ttl);
+    cname.push(Rdata::Cname(target.clone()).to_wire(), ttl);
+    if !chain
+        .iter()
+        .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
+    {
+        chain.push(with_ttl(dname, ttl));
+    }
+    chain.push(cname);
 }
 
 fn with_ttl(mut set: RrSet, ttl: u32) -> RrSet {
