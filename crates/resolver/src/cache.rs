@@ -64,6 +64,19 @@ pub enum Data {
     NxDomain(Box<Negative>),
 }
 
+impl Data {
+    /// Whether signatures are kept with any of its sets.
+    pub fn signed(&self) -> bool {
+        match self {
+            Data::Positive(set) => set.signed(),
+            Data::NoData(n) | Data::NxDomain(n) => {
+                n.soa.as_ref().is_some_and(PackedSet::signed)
+                    || n.extra.iter().any(PackedSet::signed)
+            }
+        }
+    }
+}
+
 /// What a negative answer holds: its SOA and the rest of its authority
 /// section.
 #[derive(Debug, Clone, PartialEq, Eq)]

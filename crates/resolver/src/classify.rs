@@ -240,7 +240,8 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
 }
 
 /// The authority records that go with a negative answer besides its SOA:
-/// those of the SOA's zone, addresses aside, in a stable order.
+/// those of the SOA's zone, addresses aside, in a stable order (their
+/// signatures are with them).
 fn negative_extra(authority: &HashMap<(Name, Rtype), RrSet>, soa: Option<&RrSet>) -> Vec<RrSet> {
     let Some(soa) = soa else {
         return Vec::new();
@@ -248,7 +249,7 @@ fn negative_extra(authority: &HashMap<(Name, Rtype), RrSet>, soa: Option<&RrSet>
     let mut extra: Vec<RrSet> = authority
         .values()
         .filter(|s| s.owner.ends_with(&soa.owner))
-        .filter(|s| !matches!(s.rtype, Rtype::SOA | Rtype::A | Rtype::AAAA))
+        .filter(|s| !matches!(s.rtype, Rtype::SOA | Rtype::A | Rtype::AAAA | Rtype::RRSIG))
         .cloned()
         .collect();
     extra.sort_by(|a, b| (&a.owner, a.rtype.0).cmp(&(&b.owner, b.rtype.0)));
@@ -308,6 +309,7 @@ fn rrsets<'a>(
     believed: &dyn Fn(&Name) -> bool,
 ) -> HashMap<(Name, Rtype), RrSet> {
     let mut sets: HashMap<(Name, Rtype), RrSet> = HashMap::new();
+    let mut sigs: Vec<(Name, Rtype, Vec<u8>)> = Vec::new();
     for r in records {
         if r.class != bulwark_proto::Class::IN || r.rtype == Rtype::OPT || r.rtype == Rtype::TSIG {
             continue;
@@ -319,9 +321,26 @@ fn rrsets<'a>(
         let Some(data) = expanded_rdata(msg, &r) else {
             continue;
         };
+        if r.rtype == Rtype::RRSIG {
+            if let Some((covered, _)) = data.split_first_chunk::<2>() {
+                sigs.push((
+                    owner.clone(),
+                    Rtype(u16::from_be_bytes(*covered)),
+                    data.clone(),
+                ));
+            }
+        }
         sets.entry((owner.clone(), r.rtype))
             .or_insert_with(|| RrSet::new(owner, r.rtype, r.ttl))
             .push(data, r.ttl);
+    }
+    // RFC 4035 §3.1.1: an RRSIG covers the set of its owner and of the
+    // type it names; it travels with that set. (The RRSIG sets stay too,
+    // for a question of type RRSIG.)
+    for (owner, covered, data) in sigs {
+        if let Some(set) = sets.get_mut(&(owner, covered)) {
+            set.push_sig(data);
+        }
     }
     sets
 }

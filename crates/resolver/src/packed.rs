@@ -8,7 +8,8 @@ use bulwark_proto::{Class, Name, Rtype};
 use crate::rrset::RrSet;
 
 /// An [`RrSet`] packed: the owner in wire form (case kept), and every
-/// record's data one after another, each behind its two-octet length.
+/// record's data one after another, each behind its two-octet length; its
+/// signatures the same way (an unsigned set's take no allocation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedSet {
     owner: Box<[u8]>,
@@ -16,27 +17,19 @@ pub struct PackedSet {
     pub class: Class,
     pub ttl: u32,
     rdata: Box<[u8]>,
+    sigs: Box<[u8]>,
 }
 
 impl PackedSet {
-    /// Packs `set`. A record's data is at most 65535 octets (RFC 1035
-    /// §3.2.1's RDLENGTH), so each length fits its two octets; one that
-    /// would not is left out.
+    /// Packs `set`.
     pub fn pack(set: &RrSet) -> PackedSet {
-        let total: usize = set.rdata.iter().map(|d| d.len().saturating_add(2)).sum();
-        let mut rdata = Vec::with_capacity(total);
-        for d in &set.rdata {
-            if let Ok(n) = u16::try_from(d.len()) {
-                rdata.extend_from_slice(&n.to_be_bytes());
-                rdata.extend_from_slice(d);
-            }
-        }
         PackedSet {
             owner: set.owner.as_wire().into(),
             rtype: set.rtype,
             class: set.class,
             ttl: set.ttl,
-            rdata: rdata.into_boxed_slice(),
+            rdata: pack_records(&set.rdata),
+            sigs: pack_records(&set.sigs),
         }
     }
 
@@ -47,6 +40,7 @@ impl PackedSet {
         let mut set = RrSet::new(owner, self.rtype, self.ttl);
         set.class = self.class;
         set.rdata = self.records().map(<[u8]>::to_vec).collect();
+        set.sigs = records(&self.sigs).map(<[u8]>::to_vec).collect();
         Some(set)
     }
 
@@ -57,14 +51,12 @@ impl PackedSet {
 
     /// Each record's data, in order.
     pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let mut rest: &[u8] = &self.rdata;
-        std::iter::from_fn(move || {
-            let (len, tail) = rest.split_first_chunk::<2>()?;
-            let n = usize::from(u16::from_be_bytes(*len));
-            let (data, after) = tail.split_at_checked(n)?;
-            rest = after;
-            Some(data)
-        })
+        records(&self.rdata)
+    }
+
+    /// Whether signatures are kept with it.
+    pub fn signed(&self) -> bool {
+        !self.sigs.is_empty()
     }
 
     /// What it costs the cache in memory, as counted against `cache_size`:
@@ -73,8 +65,41 @@ impl PackedSet {
         std::mem::size_of::<PackedSet>()
             .saturating_add(self.owner.len())
             .saturating_add(self.rdata.len())
+            .saturating_add(self.sigs.len())
             .saturating_add(2 * ALLOCATION_OVERHEAD)
+            .saturating_add(if self.signed() {
+                ALLOCATION_OVERHEAD
+            } else {
+                0
+            })
     }
+}
+
+/// Records' data one after another, each behind its two-octet length. A
+/// record's data is at most 65535 octets (RFC 1035 §3.2.1's RDLENGTH), so
+/// each length fits its two octets; one that would not is left out.
+fn pack_records(data: &[Vec<u8>]) -> Box<[u8]> {
+    let total: usize = data.iter().map(|d| d.len().saturating_add(2)).sum();
+    let mut out = Vec::with_capacity(total);
+    for d in data {
+        if let Ok(n) = u16::try_from(d.len()) {
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(d);
+        }
+    }
+    out.into_boxed_slice()
+}
+
+/// The records [`pack_records`] packed, in order.
+fn records(packed: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut rest: &[u8] = packed;
+    std::iter::from_fn(move || {
+        let (len, tail) = rest.split_first_chunk::<2>()?;
+        let n = usize::from(u16::from_be_bytes(*len));
+        let (data, after) = tail.split_at_checked(n)?;
+        rest = after;
+        Some(data)
+    })
 }
 
 /// What the allocator adds to each allocation (glibc's malloc: a header of
@@ -93,8 +118,14 @@ mod tests {
         set.push(vec![192, 0, 2, 2], 200);
         set.push(Vec::new(), 300);
         let packed = PackedSet::pack(&set);
-        assert_eq!(packed.unpack(), Some(set));
+        assert!(!packed.signed());
+        assert_eq!(packed.unpack(), Some(set.clone()));
         assert_eq!(packed.records().count(), 3);
         assert!(packed.weight() < 128, "{}", packed.weight());
+        set.push_sig(vec![0, 1, 2]);
+        set.push_sig(vec![3; 40]);
+        let signed = PackedSet::pack(&set);
+        assert!(signed.signed());
+        assert_eq!(signed.unpack(), Some(set));
     }
 }

@@ -123,7 +123,8 @@ impl Resolution {
 /// `limit` octets (the client's UDP size, or 65535 over TCP). RA is set (we
 /// recurse), RD and CD are copied, AA is clear (RFC 1035 §4.1.1: answers from
 /// cache are not authoritative). With EDNS in the query, an OPT goes back
-/// with our payload size, DO echoed and the Extended DNS Error, if any.
+/// with our payload size, DO echoed and the Extended DNS Error, if any; with
+/// DO, each RRset's signatures follow it.
 /// When the answer does not fit, TC is set and only the question and the OPT
 /// go out (RFC 2181 §9): the client asks again over TCP. `extra` are
 /// options the edge adds to the OPT (the COOKIE). Returns the rcode
@@ -152,6 +153,7 @@ pub fn write_response(
         ..OptRecord::default()
     });
     let reserve = opt.as_ref().map_or(0, OptRecord::wire_len);
+    let dnssec_ok = edns.as_ref().is_some_and(|e| e.dnssec_ok);
     let write = |out: &mut Vec<u8>, with_records: bool| -> Option<(usize, bool)> {
         let mut b = MessageBuilder::response_to(out, limit, query).ok()?;
         b.header_mut().flags.ra = true;
@@ -165,7 +167,7 @@ pub fn write_response(
                 (Section::Authority, &resolution.authority),
             ] {
                 for set in sets.iter() {
-                    let pushed = b.push_rrset(
+                    let mut pushed = b.push_rrset(
                         section,
                         &set.owner,
                         set.rtype,
@@ -173,6 +175,18 @@ pub fn write_response(
                         set.ttl,
                         set.rdata.iter().map(Vec::as_slice),
                     );
+                    // RFC 4035 §3.2.1: the signatures go to a client that
+                    // set DO, after the set they cover, with its TTL.
+                    if pushed.is_ok() && dnssec_ok && !set.sigs.is_empty() {
+                        pushed = b.push_rrset(
+                            section,
+                            &set.owner,
+                            Rtype::RRSIG,
+                            set.class,
+                            set.ttl,
+                            set.sigs.iter().map(Vec::as_slice),
+                        );
+                    }
                     if pushed.is_err() {
                         complete = false;
                         break;
@@ -218,6 +232,10 @@ mod tests {
     use super::*;
 
     fn query(edns: bool) -> Vec<u8> {
+        query_with(edns, false)
+    }
+
+    fn query_with(edns: bool, dnssec_ok: bool) -> Vec<u8> {
         let mut out = Vec::new();
         let mut b = MessageBuilder::new(&mut out, 512);
         b.header_mut().id = 0x4242;
@@ -230,6 +248,7 @@ mod tests {
         .unwrap();
         let opt = edns.then(|| OptRecord {
             udp_payload_size: DEFAULT_UDP_PAYLOAD,
+            dnssec_ok,
             ..OptRecord::default()
         });
         let len = b.finish(opt.as_ref()).unwrap();
@@ -244,6 +263,28 @@ mod tests {
             class: Class::IN,
             ttl: 60,
             rdata: (0..count).map(|i| vec![192, 0, 2, i]).collect(),
+            sigs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn signatures_go_only_to_a_client_that_set_do() {
+        let mut set = a_set(2);
+        set.push_sig(vec![
+            0, 1, 13, 3, 0, 0, 0, 60, 0, 0, 0, 9, 0, 0, 0, 1, 0, 7, 0, 9, 9,
+        ]);
+        let r = Resolution::answer(vec![set]);
+        let mut out = Vec::new();
+        for (dnssec_ok, records) in [(false, 2), (true, 3)] {
+            let q = query_with(true, dnssec_ok);
+            let view = MessageView::parse(&q).unwrap();
+            write_response(&view, &r, 1232, &[], &mut out).unwrap();
+            let m = MessageView::parse(&out).unwrap();
+            assert_eq!(usize::from(m.header().ancount), records, "DO {dnssec_ok}");
+            let types: Vec<Rtype> = m.answers().map(|r| r.rtype).collect();
+            assert_eq!(types.last() == Some(&Rtype::RRSIG), dnssec_ok);
+            // The signature carries the set's TTL.
+            assert!(m.answers().all(|r| r.ttl == 60));
         }
     }
 

@@ -18,6 +18,10 @@ pub struct RrSet {
     /// Each record's data, uncompressed (RFC 3597 §4: names in known types
     /// are expanded; unknown types are kept as they came).
     pub rdata: Vec<Vec<u8>>,
+    /// The RRSIG records' data that cover the set (RFC 4035 §3.1.1),
+    /// as received: kept with the set so that a DNSSEC-aware client gets
+    /// them and the validator can check them.
+    pub sigs: Vec<Vec<u8>>,
 }
 
 impl RrSet {
@@ -28,6 +32,7 @@ impl RrSet {
             class: Class::IN,
             ttl,
             rdata: Vec::new(),
+            sigs: Vec::new(),
         }
     }
 
@@ -38,6 +43,26 @@ impl RrSet {
         if !self.rdata.contains(&data) {
             self.rdata.push(data);
         }
+    }
+
+    /// Adds one covering RRSIG's data, once.
+    pub fn push_sig(&mut self, data: Vec<u8>) {
+        if !self.sigs.contains(&data) {
+            self.sigs.push(data);
+        }
+    }
+
+    /// The covering signatures, typed, skipping any that do not parse.
+    pub fn rrsigs(&self) -> Vec<bulwark_proto::rdata::Rrsig> {
+        self.sigs
+            .iter()
+            .filter_map(
+                |d| match Rdata::read(Rtype::RRSIG, &mut Reader::new(d), d.len()).ok()? {
+                    Rdata::Rrsig(sig) => Some(sig),
+                    _ => None,
+                },
+            )
+            .collect()
     }
 
     /// The data as typed records, skipping any that do not parse.
@@ -71,7 +96,12 @@ impl RrSet {
 
     /// Octets this set takes, roughly, for the cache's memory bound.
     pub fn weight(&self) -> usize {
-        let data: usize = self.rdata.iter().map(|d| d.len().saturating_add(16)).sum();
+        let data: usize = self
+            .rdata
+            .iter()
+            .chain(&self.sigs)
+            .map(|d| d.len().saturating_add(16))
+            .sum();
         data.saturating_add(self.owner.wire_len())
             .saturating_add(64)
     }

@@ -1,6 +1,8 @@
 //! The queries the resolver sends: a question with RD clear when iterating
 //! (RFC 1034 §5.3.3) and set when forwarding, EDNS unless the server is known
-//! not to speak it.
+//! not to speak it, and with EDNS the DO bit (RFC 4035 §4.9.1): signatures
+//! and denial proofs come back, for the validator and for clients that
+//! validate themselves.
 
 use bulwark_proto::message::{EdnsOption, Header, MessageBuilder, OptRecord};
 use bulwark_proto::{Class, Name, Rtype};
@@ -49,6 +51,7 @@ pub(crate) fn build(id: u16, q: &Query, cookie: Option<Cookie<'_>>) -> Option<Ve
         .collect();
     let opt = OptRecord {
         udp_payload_size: q.udp_payload,
+        dnssec_ok: true,
         options: &options,
         ..OptRecord::default()
     };
@@ -81,6 +84,7 @@ mod tests {
         assert!(question.qname.eq_exact(&q.name));
         assert_eq!(question.qtype, Rtype::AAAA);
         assert_eq!(v.edns().unwrap().udp_payload_size, 1232);
+        assert!(v.edns().unwrap().dnssec_ok);
         let plain = build(
             1,
             &Query {
