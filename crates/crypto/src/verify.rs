@@ -101,7 +101,10 @@ fn verify_ed448(public_key: &[u8], data: &[u8], signature: &[u8]) -> Result<(), 
 }
 
 /// An RSA signature with an RFC 3110 public key. Old zones still carry
-/// 1024-bit keys; validation accepts them.
+/// 1024-bit keys; validation accepts them. Smaller ones, below what
+/// aws-lc-rs takes, are checked with RustCrypto's `rsa`: RFC 4035's and
+/// RFC 5155's own example zones sign with 512-bit keys, and Unbound and
+/// BIND validate them (RFC 8624 sets no floor for validation).
 fn verify_rsa(
     params: &'static RsaParameters,
     public_key: &[u8],
@@ -109,10 +112,83 @@ fn verify_rsa(
     signature: &[u8],
 ) -> Result<(), CryptoError> {
     let (e, n) = rsa_public_components(public_key).ok_or(CryptoError::MalformedPublicKey)?;
+    if modulus_bits(n) < AWS_LC_MIN_RSA_BITS {
+        return verify_small_rsa(params, e, n, data, signature);
+    }
     RsaPublicKeyComponents { n, e }
         .verify(params, data, signature)
         .map_err(|_| CryptoError::BadSignature)
 }
+
+/// The smallest modulus aws-lc-rs verifies with (its `1024_8192` rules).
+const AWS_LC_MIN_RSA_BITS: usize = 1024;
+/// The smallest modulus checked at all: below it a signature proves
+/// nothing (512-bit keys were factored in 1999, and a key this small
+/// would be a toy).
+const MIN_RSA_BITS: usize = 512;
+
+/// Bits in a big-endian modulus, leading zero octets aside.
+fn modulus_bits(n: &[u8]) -> usize {
+    let n = match n.iter().position(|&b| b != 0) {
+        Some(i) => n.get(i..).unwrap_or_default(),
+        None => return 0,
+    };
+    let lead = n
+        .first()
+        .map_or(0, |b| 8usize.saturating_sub(b.leading_zeros() as usize));
+    n.len()
+        .saturating_sub(1)
+        .saturating_mul(8)
+        .saturating_add(lead)
+}
+
+/// PKCS #1 v1.5 (RFC 8017 §8.2.2) with a key aws-lc-rs will not take:
+/// the digest by aws-lc-rs, the RSA by `rsa`.
+fn verify_small_rsa(
+    params: &'static RsaParameters,
+    e: &[u8],
+    n: &[u8],
+    data: &[u8],
+    signature: &[u8],
+) -> Result<(), CryptoError> {
+    use aws_lc_rs::digest;
+    if modulus_bits(n) < MIN_RSA_BITS {
+        return Err(CryptoError::MalformedPublicKey);
+    }
+    // RFC 8017 §9.2 note 1: the DigestInfo prefix of each hash.
+    let (algorithm, prefix): (&'static digest::Algorithm, &[u8]) =
+        if std::ptr::eq(params, &RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY) {
+            (&digest::SHA1_FOR_LEGACY_USE_ONLY, &SHA1_PREFIX)
+        } else if std::ptr::eq(params, &RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY) {
+            (&digest::SHA512, &SHA512_PREFIX)
+        } else {
+            (&digest::SHA256, &SHA256_PREFIX)
+        };
+    let hashed = digest::digest(algorithm, data);
+    let key = rsa::RsaPublicKey::new(
+        rsa::BigUint::from_bytes_be(n),
+        rsa::BigUint::from_bytes_be(e),
+    )
+    .map_err(|_| CryptoError::MalformedPublicKey)?;
+    let scheme = rsa::Pkcs1v15Sign {
+        hash_len: Some(hashed.as_ref().len()),
+        prefix: prefix.into(),
+    };
+    key.verify(scheme, hashed.as_ref(), signature)
+        .map_err(|_| CryptoError::BadSignature)
+}
+
+const SHA1_PREFIX: [u8; 15] = [
+    0x30, 0x21, 0x30, 0x09, 0x06, 0x05, 0x2b, 0x0e, 0x03, 0x02, 0x1a, 0x05, 0x00, 0x04, 0x14,
+];
+const SHA256_PREFIX: [u8; 19] = [
+    0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
+    0x00, 0x04, 0x20,
+];
+const SHA512_PREFIX: [u8; 19] = [
+    0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05,
+    0x00, 0x04, 0x40,
+];
 
 #[cfg(test)]
 mod tests {
