@@ -12,8 +12,10 @@
 //! QNAME minimisation, a forwarder for `.`, recursion for everyone, whether
 //! loopback servers may be asked; and for the project's own scenarios
 //! (`crates/deckard/scenarios`), forward and stub zones and serve-stale.
-//! Trust anchors (the validation scenarios),
-//! `harden-glue`, `do-ip4` and `do-ip6` have no key yet and are not passed.
+//! The validation scenarios' trust anchors and `domain-insecure` names go
+//! to `trust_anchors` and `negative_trust_anchors` (validation is on only
+//! when a scenario has anchors). `harden-glue`, `do-ip4` and `do-ip6` have
+//! no key yet and are not passed.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -250,8 +252,24 @@ pub fn config(s: &ResolverSettings, control: &Path) -> String {
         toml_list(["0.0.0.0/0".to_string(), "::/0".to_string()])
     );
     let _ = writeln!(c, "query_localhost = {}", s.query_localhost);
-    // Trust anchors wait for validation (the validation issue): the
-    // resolver has no key for them yet, and an unknown key is an error.
+    // The scenario's trust anchors, or none: then nothing is validated
+    // (a scenario without anchors expects no AD and no SERVFAIL for
+    // signatures).
+    if !s.trust_anchors.is_empty() {
+        let _ = writeln!(c, "dnssec_validation = true");
+        let _ = writeln!(
+            c,
+            "trust_anchors = {}",
+            toml_list(s.trust_anchors.iter().cloned())
+        );
+        if !s.negative_trust_anchors.is_empty() {
+            let _ = writeln!(
+                c,
+                "negative_trust_anchors = {}",
+                toml_list(s.negative_trust_anchors.iter().map(ToString::to_string))
+            );
+        }
+    }
     c
 }
 
@@ -288,7 +306,9 @@ mod tests {
              [control]\nsocket = \"/w/control.sock\"\n\n\
              [resolver]\nroot_hints = [\"2001:dc3::35\"]\nqname_minimisation = true\n\
              forward = [{ zone = \".\", addresses = [\"192.0.2.1\"] }]\n\
-             allow_recursion = [\"0.0.0.0/0\", \"::/0\"]\nquery_localhost = false\n"
+             allow_recursion = [\"0.0.0.0/0\", \"::/0\"]\nquery_localhost = false\n\
+             dnssec_validation = true\ntrust_anchors = [\". IN DS 20326 8 2 E06D44B8\"]\n\
+             negative_trust_anchors = [\"mx-ns.mx.\"]\n"
         );
     }
 

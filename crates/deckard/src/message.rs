@@ -290,6 +290,17 @@ impl fmt::Display for Message {
             )?,
             None => write!(f, " no edns")?,
         }
+        // RFC 8914's Extended DNS Error says why a resolver failed.
+        for (code, data) in self.edns.iter().flat_map(|e| &e.options) {
+            if let (15, Some((info, text))) = (*code, data.split_first_chunk::<2>()) {
+                write!(
+                    f,
+                    " ede {} {:?}",
+                    u16::from_be_bytes(*info),
+                    String::from_utf8_lossy(text)
+                )?;
+            }
+        }
         writeln!(f)?;
         writeln!(f, ";QUESTION")?;
         for q in &self.question {

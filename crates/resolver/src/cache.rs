@@ -35,7 +35,7 @@ use bulwark_proto::{Name, Rcode, Rtype};
 
 use crate::config::ResolverConfig;
 use crate::packed::{PackedSet, ALLOCATION_OVERHEAD};
-use crate::response::Resolution;
+use crate::response::{Resolution, Security};
 use crate::rrset::RrSet;
 use crate::Millis;
 
@@ -94,7 +94,7 @@ impl Negative {
     }
 
     /// The SOA and the extra sets, unpacked for an answer.
-    fn unpack(&self) -> (Option<RrSet>, Vec<RrSet>) {
+    pub(crate) fn unpack(&self) -> (Option<RrSet>, Vec<RrSet>) {
         (
             self.soa.as_ref().and_then(PackedSet::unpack),
             self.extra.iter().filter_map(PackedSet::unpack).collect(),
@@ -132,6 +132,8 @@ pub struct Entry {
     /// When it must go even as stale data.
     pub stale_until: Millis,
     pub trust: Trust,
+    /// What validation found; an unchecked entry answers no client.
+    pub security: Security,
     /// The TTL it was stored with, in milliseconds.
     pub ttl_ms: u64,
     /// A refresh was asked for already: one per entry, however many
@@ -266,6 +268,11 @@ pub struct Cache {
     /// Milliseconds past expiry an entry is kept (0: none).
     stale_ms: u64,
     stale_answer_ttl: u32,
+    /// What new data is until validated: unchecked while validation is
+    /// on, insecure when it is off.
+    arriving: Security,
+    /// The longest a bogus answer is kept (RFC 4035 §4.7).
+    bogus_ttl: u32,
     /// Picks the shard. foldhash, seeded at random per process: several
     /// times faster than SipHash on short keys, and still not a function
     /// an attacker can aim names at without knowing the seed.
@@ -294,6 +301,12 @@ impl Cache {
             negative_ttl_max: config.negative_ttl_max,
             stale_ms,
             stale_answer_ttl: config.stale.map_or(30, |s| s.stale_answer_ttl),
+            arriving: if config.validation.is_some() {
+                Security::Unchecked
+            } else {
+                Security::Insecure
+            },
+            bogus_ttl: config.validation.as_ref().map_or(60, |v| v.bogus_ttl),
             hasher: foldhash::fast::RandomState::default(),
             generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -301,6 +314,11 @@ impl Cache {
             evictions: AtomicU64::new(0),
             inserts: AtomicU64::new(0),
         }
+    }
+
+    /// What data the servers gave is until validated.
+    pub fn arriving(&self) -> Security {
+        self.arriving
     }
 
     fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
@@ -402,12 +420,49 @@ impl Cache {
     pub fn insert_rrset(&self, set: RrSet, trust: Trust, now: Millis) {
         let ttl = set.ttl.clamp(self.ttl_min, self.ttl_max);
         let key = KeyBuf::new(&set.owner, set.rtype);
-        self.insert(&key, Data::Positive(PackedSet::pack(&set)), ttl, trust, now);
+        let data = Data::Positive(PackedSet::pack(&set));
+        self.insert(&key, data, ttl, trust, self.arriving, now);
+    }
+
+    /// Records what validation found for the entry under `name`/`rtype`
+    /// (`NXDOMAIN` for a name that does not exist): it is kept again with
+    /// `security`, no longer than `ttl_cap` seconds (a signature's end,
+    /// RFC 4035 §5.3.3), and a bogus one no longer than the bogus TTL.
+    /// Nothing is done when the entry is gone or already judged.
+    pub fn judge(&self, name: &Name, rtype: Rtype, security: Security, ttl_cap: u32, now: Millis) {
+        let Some(found) = self.get(name, rtype, now, false) else {
+            return;
+        };
+        let entry = &found.entry;
+        if entry.security != Security::Unchecked {
+            return;
+        }
+        let mut ttl = found.ttl_left(now).min(ttl_cap);
+        if matches!(security, Security::Bogus { .. }) {
+            ttl = ttl.min(self.bogus_ttl);
+        }
+        let key = KeyBuf::new(name, rtype);
+        let mut shard = self.shard(key.as_slice());
+        // Only the entry judged is replaced, not one put there meanwhile.
+        let same = shard
+            .map
+            .get(key.as_slice())
+            .is_some_and(|e| Arc::ptr_eq(e, entry));
+        if same {
+            if let Some(old) = shard.map.remove(key.as_slice()) {
+                shard.bytes = shard.bytes.saturating_sub(old.weight_now());
+            }
+        }
+        drop(shard);
+        if same {
+            self.insert(&key, entry.data.clone(), ttl, entry.trust, security, now);
+        }
     }
 
     /// Keeps a negative answer for `name` (and `rtype` for NODATA). Its TTL
     /// is the SOA's TTL or MINIMUM, the lower, capped (RFC 2308 §5); with no
-    /// SOA, nothing is kept (RFC 2308 §5: "SHOULD NOT be cached").
+    /// SOA, nothing is kept (RFC 2308 §5: "SHOULD NOT be cached"), unless
+    /// NSEC or NSEC3 records prove it (a DS denial): then their TTL.
     pub fn insert_negative(
         &self,
         name: &Name,
@@ -417,7 +472,16 @@ impl Cache {
         trust: Trust,
         now: Millis,
     ) {
-        let Some(ttl) = soa.as_ref().and_then(negative_ttl) else {
+        // A bare NSEC or NSEC3 proof (a DS denial without a SOA, or one a
+        // referral carried) lives as long as its records.
+        let proof_ttl = || {
+            extra
+                .iter()
+                .filter(|s| matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3))
+                .map(|s| s.ttl)
+                .min()
+        };
+        let Some(ttl) = soa.as_ref().map_or_else(proof_ttl, negative_ttl) else {
             return;
         };
         let ttl = ttl.min(self.negative_ttl_max);
@@ -426,10 +490,18 @@ impl Cache {
             None => (KeyBuf::new(name, NXDOMAIN), Data::NxDomain(negative)),
             Some(t) => (KeyBuf::new(name, t), Data::NoData(negative)),
         };
-        self.insert(&key, data, ttl, trust, now);
+        self.insert(&key, data, ttl, trust, self.arriving, now);
     }
 
-    fn insert(&self, key: &KeyBuf, data: Data, ttl: u32, trust: Trust, now: Millis) {
+    fn insert(
+        &self,
+        key: &KeyBuf,
+        data: Data,
+        ttl: u32,
+        trust: Trust,
+        security: Security,
+        now: Millis,
+    ) {
         let key = key.as_slice();
         let expires = now.saturating_add(u64::from(ttl).saturating_mul(1000));
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
@@ -447,6 +519,7 @@ impl Cache {
             expires,
             stale_until: expires.saturating_add(self.stale_ms),
             trust,
+            security,
             ttl_ms: u64::from(ttl).saturating_mul(1000),
             refresh_claimed: AtomicBool::new(false),
             generation,
@@ -487,7 +560,10 @@ impl Cache {
         now: Millis,
         allow_stale: bool,
     ) -> Option<Resolution> {
-        let result = self.answer_inner(qname, qtype, now, allow_stale, Trust::NonAuthAnswer);
+        let result = self
+            .answer_inner(qname, qtype, now, allow_stale, Trust::NonAuthAnswer)
+            // Data still being validated is for the engine to finish.
+            .filter(|r| r.security != Security::Unchecked);
         let counter = if result.is_some() {
             &self.hits
         } else {
@@ -516,6 +592,7 @@ impl Cache {
         let mut name = qname.clone();
         let mut stale = false;
         let mut due = false;
+        let mut security = Security::Secure;
         for _ in 0..MAX_CACHED_CHAIN {
             let ttl_of = |f: &Found| {
                 if f.stale {
@@ -526,20 +603,22 @@ impl Cache {
             };
             if let Some(found) = self.get(&name, qtype, now, allow_stale) {
                 stale |= found.stale;
+                security = security.weaker(found.entry.security);
                 let ttl = ttl_of(&found);
                 due |= found.entry.refresh_due(now);
                 match &found.entry.data {
                     // RFC 2181 §5.4.1: glue and a referral's NS set are
                     // never an answer; the zone's own servers are asked.
-                    Data::Positive(_) if found.entry.trust < least => return None,
+                    _ if found.entry.trust < least => return None,
                     Data::Positive(set) => {
                         answer.push(with_ttl(set.unpack()?, ttl));
-                        return Some(Resolution::answer(answer).stale(stale).refresh_due(due));
+                        let r = Resolution::answer(answer).stale(stale);
+                        return Some(r.refresh_due(due).security(security));
                     }
                     Data::NoData(negative) => {
                         let (soa, extra) = negative.unpack();
                         let r = Resolution::negative(Rcode::NOERROR, answer, &soa, &extra, ttl);
-                        return Some(r.stale(stale).refresh_due(due));
+                        return Some(r.stale(stale).refresh_due(due).security(security));
                     }
                     Data::NxDomain(_) => {}
                 }
@@ -548,12 +627,13 @@ impl Cache {
             // known not to exist is next.
             if let Some(found) = self.get(&name, NXDOMAIN, now, allow_stale) {
                 stale |= found.stale;
+                security = security.weaker(found.entry.security);
                 let ttl = ttl_of(&found);
                 if let Data::NxDomain(negative) = &found.entry.data {
                     due |= found.entry.refresh_due(now);
                     let (soa, extra) = negative.unpack();
                     let r = Resolution::negative(Rcode::NXDOMAIN, answer, &soa, &extra, ttl);
-                    return Some(r.stale(stale).refresh_due(due));
+                    return Some(r.stale(stale).refresh_due(due).security(security));
                 }
             }
             if qtype == Rtype::CNAME {
@@ -564,12 +644,14 @@ impl Cache {
                 // (RFC 6672 §3.1): both go in the answer.
                 let (dname, found, target) = self.dname_above(&name, now, allow_stale)?;
                 stale |= found.stale;
+                security = security.weaker(found.entry.security);
                 due |= found.entry.refresh_due(now);
                 push_dname_link(&mut answer, &name, dname, &target, ttl_of(&found));
                 name = target;
                 continue;
             };
             stale |= found.stale;
+            security = security.weaker(found.entry.security);
             due |= found.entry.refresh_due(now);
             let ttl = ttl_of(&found);
             let Data::Positive(set) = &found.entry.data else {

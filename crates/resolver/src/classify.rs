@@ -40,6 +40,10 @@ pub enum Kind {
         /// For NS data (a priming answer, or a minimised query's zone cut):
         /// the targets' addresses within the bailiwick.
         glue: Vec<RrSet>,
+        /// For signed data: the NSEC and NSEC3 records of the authority
+        /// section, which prove a wildcard answer was the right one (RFC
+        /// 4035 §3.1.3.3).
+        proof: Vec<RrSet>,
     },
     /// A chain whose end this server did not answer (outside its bailiwick,
     /// or simply not included): ask again for `target`.
@@ -54,6 +58,11 @@ pub enum Kind {
         zone: Box<Name>,
         ns: RrSet,
         glue: Vec<RrSet>,
+        /// What a signed parent says of the child's DS (RFC 4035 §3.1.4):
+        /// the DS set, or the NSEC or NSEC3 records proving there is none.
+        /// The validator uses them instead of asking again.
+        ds: Option<Box<RrSet>>,
+        no_ds: Vec<RrSet>,
     },
     /// The name at the end of `chain` does not exist (RFC 2308 §2.1).
     /// `extra`: the rest of the authority section within the SOA's zone
@@ -119,11 +128,17 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
             } else {
                 Vec::new()
             };
+            let proof = if data.sigs.is_empty() {
+                Vec::new()
+            } else {
+                denial_records(msg, view, &believed)
+            };
             return Kind::Answer {
                 chain,
                 data: data.clone(),
                 authoritative,
                 glue,
+                proof,
             };
         }
         if asked.qtype == Rtype::CNAME {
@@ -192,10 +207,21 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
     if let (Some(ns), false) = (&referral, negative || asked.forwarding) {
         if chain.is_empty() {
             let glue = glue(msg, view, ns, &believed);
+            let ds = authority
+                .get(&(ns.owner.to_lowercase(), Rtype::DS))
+                .cloned()
+                .map(Box::new);
+            let no_ds = if ds.is_some() {
+                Vec::new()
+            } else {
+                negative_extra(&authority, None)
+            };
             return Kind::Referral {
                 zone: Box::new(ns.owner.to_lowercase()),
                 ns: ns.clone(),
                 glue,
+                ds,
+                no_ds,
             };
         }
     }
@@ -241,20 +267,40 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
 
 /// The authority records that go with a negative answer besides its SOA:
 /// those of the SOA's zone, addresses aside, in a stable order (their
-/// signatures are with them).
+/// signatures are with them). Only what is believed is here: the
+/// bailiwick rule has filtered `authority` already.
 fn negative_extra(authority: &HashMap<(Name, Rtype), RrSet>, soa: Option<&RrSet>) -> Vec<RrSet> {
-    let Some(soa) = soa else {
-        return Vec::new();
-    };
+    // Without a SOA (a DS denial some servers send bare), only the NSEC
+    // and NSEC3 records: the proof, which says whose zone it is itself.
     let mut extra: Vec<RrSet> = authority
         .values()
-        .filter(|s| s.owner.ends_with(&soa.owner))
-        .filter(|s| !matches!(s.rtype, Rtype::SOA | Rtype::A | Rtype::AAAA | Rtype::RRSIG))
+        .filter(|s| match soa {
+            Some(soa) => {
+                s.owner.ends_with(&soa.owner)
+                    && !matches!(s.rtype, Rtype::SOA | Rtype::A | Rtype::AAAA | Rtype::RRSIG)
+            }
+            None => matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3),
+        })
         .cloned()
         .collect();
     extra.sort_by(|a, b| (&a.owner, a.rtype.0).cmp(&(&b.owner, b.rtype.0)));
     extra.truncate(MAX_NEGATIVE_EXTRA);
     extra
+}
+
+/// The NSEC and NSEC3 sets of the authority section, within the bailiwick.
+fn denial_records(
+    msg: &[u8],
+    view: &MessageView<'_>,
+    believed: &dyn Fn(&Name) -> bool,
+) -> Vec<RrSet> {
+    let mut sets: Vec<RrSet> = rrsets(msg, view.authority(), believed)
+        .into_values()
+        .filter(|s| matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3))
+        .collect();
+    sets.sort_by(|a, b| (&a.owner, a.rtype.0).cmp(&(&b.owner, b.rtype.0)));
+    sets.truncate(MAX_NEGATIVE_EXTRA);
+    sets
 }
 
 /// Whether the chain already went through `name` (a loop: stop there, and

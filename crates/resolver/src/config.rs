@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 
 use bulwark_proto::Name;
 
+use crate::validate::{TrustAnchor, WorkLimits};
+
 /// How the resolver works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolverConfig {
@@ -46,6 +48,53 @@ pub struct ResolverConfig {
     /// Octets the cache may hold, roughly.
     pub cache_bytes: usize,
     pub limits: Limits,
+    /// DNSSEC validation (RFC 4035 §5), or `None` for none.
+    pub validation: Option<ValidationConfig>,
+}
+
+/// How answers are validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationConfig {
+    /// Where chains of trust start: the root's built in, or the
+    /// operator's. Names with no anchor at or above them are insecure.
+    pub anchors: Vec<TrustAnchor>,
+    /// Negative trust anchors (RFC 7646): zones below which nothing is
+    /// validated (a zone known broken, until its operator mends it).
+    pub negative_anchors: Vec<Name>,
+    /// The longest a bogus answer is kept (RFC 4035 §4.7: so a broken
+    /// zone is not asked again for every client; Unbound's
+    /// `val-bogus-ttl`).
+    pub bogus_ttl: u32,
+    /// What one validation may cost (KeyTrap, CVE-2023-50387/50868).
+    pub work: WorkLimits,
+}
+
+impl Default for ValidationConfig {
+    fn default() -> ValidationConfig {
+        ValidationConfig {
+            anchors: crate::validate::root_anchors(),
+            negative_anchors: Vec::new(),
+            bogus_ttl: 60,
+            work: WorkLimits::default(),
+        }
+    }
+}
+
+impl ValidationConfig {
+    /// The trust anchor closest above or at `name`: the zone whose keys
+    /// the chain for `name` starts from.
+    pub fn anchor_for(&self, name: &Name) -> Option<&Name> {
+        self.anchors
+            .iter()
+            .map(|a| &a.owner)
+            .filter(|o| name.ends_with(o))
+            .max_by_key(|o| o.label_count())
+    }
+
+    /// Whether a negative trust anchor covers `name`.
+    pub fn negative_anchor_covers(&self, name: &Name) -> bool {
+        self.negative_anchors.iter().any(|z| name.ends_with(z))
+    }
 }
 
 /// A zone forwarded to other resolvers (RD set, no iteration).
@@ -155,6 +204,7 @@ impl Default for ResolverConfig {
             stale: None,
             cache_bytes: 64 * 1024 * 1024,
             limits: Limits::default(),
+            validation: None,
         }
     }
 }

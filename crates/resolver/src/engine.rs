@@ -116,6 +116,12 @@ pub struct ResolverStats {
     pub prefetches: u64,
     /// Answers not sent: the client had waited too long (DNSBomb).
     pub discarded: u64,
+    /// Resolutions validated, by verdict (RFC 4033 §5): secure, insecure,
+    /// bogus, and those whose chain could not be walked.
+    pub secure: u64,
+    pub insecure: u64,
+    pub bogus: u64,
+    pub indeterminate: u64,
 }
 
 pub struct Resolver {
@@ -153,6 +159,8 @@ pub struct Resolver {
     /// wake-up must not cost a walk over every task in flight: it is asked
     /// after every event.
     timers: BinaryHeap<Reverse<(Millis, TaskId)>>,
+    /// What validation knows of each zone's keys.
+    pub(crate) keys: HashMap<Name, crate::validator::KeyEntry>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -197,6 +205,7 @@ impl Resolver {
             in_flight: HashMap::new(),
             cookie_secret,
             timers: BinaryHeap::new(),
+            keys: HashMap::new(),
         }
     }
 

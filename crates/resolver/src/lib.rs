@@ -21,6 +21,9 @@
 //!   the response;
 //! - [`engine`]: the tasks, their exchanges, identical questions shared, the
 //!   budgets that bound what one client question may cost;
+//! - [`validate`] and `validator`: DNSSEC validation (RFC 4035 §5), the
+//!   judgements that need no network and the walk down the chain of trust
+//!   that fetches what they need;
 //! - [`response`]: the answer a client gets, written into a buffer.
 #![forbid(unsafe_code)]
 #![deny(
@@ -45,14 +48,15 @@ pub mod rrset;
 mod task;
 mod upstream;
 pub mod validate;
+mod validator;
 
 pub use cache::{Cache, CacheStats, CachedReply, Trust};
-pub use config::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
+pub use config::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone, ValidationConfig};
 pub use engine::{
     Answer, ClientQuestion, ClientToken, ExchangeError, ExchangeId, Randomness, Resolver, Transmit,
     Transport,
 };
-pub use response::{write_response, Resolution};
+pub use response::{write_response, Resolution, Security};
 pub use rrset::RrSet;
 
 /// Unix time in milliseconds, as the edge's clock gives it.

@@ -8,6 +8,39 @@ use bulwark_proto::{Name, Rcode, Rtype};
 
 use crate::rrset::RrSet;
 
+/// What DNSSEC validation found (RFC 4033 §5, RFC 4035 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Security {
+    /// Not validated yet: never given to a client while validation is on.
+    Unchecked,
+    /// No chain of trust reaches it (an unsigned zone, an insecure
+    /// delegation, no trust anchor above it), or validation is off.
+    Insecure,
+    /// Its signatures hold, from a trust anchor down.
+    Secure,
+    /// Its signatures or proofs should hold and do not: a client gets
+    /// SERVFAIL with this Extended DNS Error code, unless it set CD.
+    Bogus { ede: u16 },
+}
+
+impl Security {
+    /// Of two, the one that speaks for an answer made of both: bogus
+    /// before unchecked before insecure before secure.
+    pub fn weaker(self, other: Security) -> Security {
+        let rank = |s: Security| match s {
+            Security::Bogus { .. } => 0,
+            Security::Unchecked => 1,
+            Security::Insecure => 2,
+            Security::Secure => 3,
+        };
+        if rank(other) < rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// The outcome of resolving one question, TTLs already counted down.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolution {
@@ -23,6 +56,8 @@ pub struct Resolution {
     /// From the cache, with a link in the last tenth of its TTL: the edge
     /// should have it refreshed ([`crate::Resolver::prefetch`]). Not sent.
     pub refresh_due: bool,
+    /// What validation found: AD for secure data, SERVFAIL for bogus.
+    pub security: Security,
 }
 
 impl Resolution {
@@ -35,6 +70,7 @@ impl Resolution {
             ede: None,
             stale: false,
             refresh_due: false,
+            security: Security::Insecure,
         }
     }
 
@@ -69,6 +105,7 @@ impl Resolution {
             ede: None,
             stale: false,
             refresh_due: false,
+            security: Security::Insecure,
         }
     }
 
@@ -81,6 +118,7 @@ impl Resolution {
             ede: Some((code, text.into())),
             stale: false,
             refresh_due: false,
+            security: Security::Insecure,
         }
     }
 
@@ -113,6 +151,11 @@ impl Resolution {
         self
     }
 
+    pub fn security(mut self, security: Security) -> Resolution {
+        self.security = security;
+        self
+    }
+
     /// The data records the chain ends in, for a question of `qtype`.
     pub fn data(&self, qtype: Rtype) -> impl Iterator<Item = &RrSet> {
         self.answer.iter().filter(move |s| s.rtype == qtype)
@@ -126,7 +169,10 @@ impl Resolution {
 /// with our payload size, DO echoed and the Extended DNS Error, if any; with
 /// DO, each RRset's signatures follow it.
 /// When the answer does not fit, TC is set and only the question and the OPT
-/// go out (RFC 2181 §9): the client asks again over TCP. `extra` are
+/// go out (RFC 2181 §9): the client asks again over TCP. Secure data gets
+/// AD when the client set DO or AD (RFC 6840 §5.7); bogus data is SERVFAIL
+/// with its Extended DNS Error, unless the client set CD and gets the data
+/// to judge itself (RFC 4035 §3.2.2, RFC 6840 §5.9). `extra` are
 /// options the edge adds to the OPT (the COOKIE). Returns the rcode
 /// written and whether the message was truncated.
 pub fn write_response(
@@ -137,6 +183,21 @@ pub fn write_response(
     out: &mut Vec<u8>,
 ) -> Option<(Rcode, bool)> {
     let edns = query.edns();
+    let flags = query.header().flags;
+    let bogus_hidden;
+    let resolution = match resolution.security {
+        Security::Bogus { ede } if !flags.cd => {
+            let why = resolution
+                .ede
+                .as_ref()
+                .map_or("validation failed", |(_, text)| text.as_str());
+            bogus_hidden = Resolution::failure(ede, why);
+            &bogus_hidden
+        }
+        _ => resolution,
+    };
+    let authentic = resolution.security == Security::Secure
+        && (flags.ad || edns.as_ref().is_some_and(|e| e.dnssec_ok));
     let mut ede: Vec<EdnsOption<'_>> = resolution
         .ede
         .iter()
@@ -158,6 +219,7 @@ pub fn write_response(
         let mut b = MessageBuilder::response_to(out, limit, query).ok()?;
         b.header_mut().flags.ra = true;
         b.header_mut().flags.aa = false;
+        b.header_mut().flags.ad = authentic;
         b.set_rcode(resolution.rcode);
         b.reserve(reserve);
         let mut complete = true;

@@ -17,7 +17,7 @@ use crate::cache::Trust;
 use crate::classify::{classify, ns_names, Asked, Kind};
 use crate::engine::{ClientToken, ExchangeError, Outstanding, Resolver, Transmit, Transport};
 use crate::infra::EdnsSupport;
-use crate::response::Resolution;
+use crate::response::{Resolution, Security};
 use crate::rrset::RrSet;
 use crate::upstream::{self, Query};
 use crate::{ede, Millis};
@@ -91,6 +91,12 @@ pub(crate) struct Task {
     /// Times the task went back to a parent zone's servers because none of
     /// a cut's servers could be reached or found.
     pub climbs: u8,
+    /// The resolution being validated, while the chain of trust waits for
+    /// data.
+    pub validating: Option<Resolution>,
+    /// What validation had resolved for it (a zone's DS or DNSKEY set): if
+    /// the cache still lacks it, it is judged missing, not asked again.
+    pub fetched: Vec<(Name, Rtype)>,
 }
 
 impl Task {
@@ -127,6 +133,8 @@ impl Task {
             stale_at: None,
             refresh: false,
             climbs: 0,
+            validating: None,
+            fetched: Vec::new(),
         }
     }
 
@@ -139,7 +147,7 @@ impl Task {
 }
 
 /// What a step leaves the task doing.
-enum Step {
+pub(crate) enum Step {
     /// Waiting for a response or for lookups.
     Wait,
     /// Go on at once (the response moved it along).
@@ -168,7 +176,12 @@ impl Resolver {
         self.settle(task, step, now);
     }
 
-    fn settle(&mut self, task: Task, step: Step, now: Millis) {
+    fn settle(&mut self, mut task: Task, step: Step, now: Millis) {
+        // Data from the servers is validated before any client has it.
+        let step = match step {
+            Step::Done(r) if r.security == Security::Unchecked => self.validate(&mut task, r, now),
+            step => step,
+        };
         let id = task.id;
         self.tasks.insert(id, task);
         match step {
@@ -182,6 +195,9 @@ impl Resolver {
     fn step(&mut self, task: &mut Task, now: Millis) -> Step {
         if task.deadline <= now {
             return Step::Fail(ede::NO_REACHABLE_AUTHORITY, "resolution timed out");
+        }
+        if let Some(r) = task.validating.take() {
+            return self.validate(task, r, now);
         }
         // A refresh asks the servers even though the cache still holds the
         // answer (that is what it is for); once it has moved on (a CNAME's
@@ -505,7 +521,13 @@ impl Resolver {
     /// Makes `task` wait for the resolution of `qname`/`qtype` (sharing one
     /// already under way), unless that would wait on itself. Whether it
     /// now waits.
-    fn wait_for(&mut self, task: &mut Task, qname: Name, qtype: Rtype, now: Millis) -> bool {
+    pub(crate) fn wait_for(
+        &mut self,
+        task: &mut Task,
+        qname: Name,
+        qtype: Rtype,
+        now: Millis,
+    ) -> bool {
         let question = (qname.to_lowercase(), qtype);
         let own = (task.qname.to_lowercase(), task.qtype);
         if question == own || task.ancestors.contains(&question) {
@@ -814,6 +836,7 @@ impl Resolver {
                 data,
                 authoritative,
                 glue,
+                proof,
             } => {
                 let trust = if authoritative && !forwarding {
                     Trust::AuthAnswer
@@ -838,7 +861,9 @@ impl Resolver {
                 let mut answer = task.chain.clone();
                 answer.extend(chain);
                 answer.push(data);
-                Step::Done(Resolution::answer(answer))
+                let mut r = Resolution::answer(answer);
+                r.authority = proof;
+                Step::Done(r.security(self.cache.arriving()))
             }
             Kind::Cname {
                 chain,
@@ -857,11 +882,31 @@ impl Resolver {
                 };
                 self.follow_chain(task, chain, *target, Some(trust), now)
             }
-            Kind::Referral { zone, ns, glue } => {
+            Kind::Referral {
+                zone,
+                ns,
+                glue,
+                ds,
+                no_ds,
+            } => {
                 if !zone.is_below(&cut.zone) && !forwarding {
                     self.infra.lame_for(out.server, &cut.zone, now);
                     task.last_error = Some((ede::INVALID_DATA, "a referral that does not go down"));
                     return Step::Continue;
+                }
+                // What the parent says of the child's DS, for the validator
+                // (it would otherwise ask the parent again).
+                if let Some(ds) = ds {
+                    self.cache.insert_rrset(*ds, Trust::Referral, now);
+                } else if !no_ds.is_empty() {
+                    self.cache.insert_negative(
+                        &zone,
+                        Some(Rtype::DS),
+                        None,
+                        no_ds,
+                        Trust::Referral,
+                        now,
+                    );
                 }
                 self.descend(task, ns, glue, now)
             }
@@ -887,14 +932,9 @@ impl Resolver {
                     .insert_negative(&missing, None, soa.clone(), extra.clone(), trust, now);
                 let mut answer = task.chain.clone();
                 answer.extend(chain);
-                let ttl = soa.as_ref().map_or(0, |s| s.ttl);
-                Step::Done(Resolution::negative(
-                    Rcode::NXDOMAIN,
-                    answer,
-                    &soa,
-                    &extra,
-                    ttl,
-                ))
+                let ttl = negative_ttl(soa.as_ref(), &extra);
+                let r = Resolution::negative(Rcode::NXDOMAIN, answer, &soa, &extra, ttl);
+                Step::Done(r.security(self.cache.arriving()))
             }
             Kind::NoData { chain, soa, extra } => {
                 if minimised {
@@ -921,14 +961,9 @@ impl Resolver {
                 );
                 let mut answer = task.chain.clone();
                 answer.extend(chain);
-                let ttl = soa.as_ref().map_or(0, |s| s.ttl);
-                Step::Done(Resolution::negative(
-                    Rcode::NOERROR,
-                    answer,
-                    &soa,
-                    &extra,
-                    ttl,
-                ))
+                let ttl = negative_ttl(soa.as_ref(), &extra);
+                let r = Resolution::negative(Rcode::NOERROR, answer, &soa, &extra, ttl);
+                Step::Done(r.security(self.cache.arriving()))
             }
             Kind::TooLong { dname } => {
                 if minimised {
@@ -940,7 +975,7 @@ impl Resolver {
                 answer.push(dname);
                 let mut r = Resolution::answer(answer);
                 r.rcode = Rcode::YXDOMAIN;
-                Step::Done(r)
+                Step::Done(r.security(self.cache.arriving()))
             }
             Kind::Lame(reason) => {
                 if minimised {
@@ -1001,6 +1036,12 @@ impl Resolver {
         task.looked_up.clear();
         Step::Continue
     }
+}
+
+/// The TTL a negative answer goes to its clients with: its SOA's, or
+/// without one (a bare DS denial) its proof's.
+fn negative_ttl(soa: Option<&RrSet>, extra: &[RrSet]) -> u32 {
+    soa.map_or_else(|| extra.iter().map(|s| s.ttl).min().unwrap_or(0), |s| s.ttl)
 }
 
 /// The name a chain ends at (the last CNAME's target), or `start`.

@@ -238,7 +238,7 @@ fn resolve(
         signing: &signing,
     };
     let (zones, zone_acls) = zone::build_zones(&f.zones, &args.zone, &tables, src, p);
-    let resolver = resolver::build_resolver(f.resolver.as_ref(), src, p);
+    let resolver = resolver::build_resolver(f.resolver.as_ref(), base_dir, src, p);
 
     if !problems.is_empty() {
         return Err(ConfigError { problems });

@@ -2,10 +2,14 @@
 //! `allow_recursion` lists (loopback unless it says otherwise).
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 
 use bulwark_guard::{Access, Acl, Network};
-use bulwark_resolver::{ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone};
+use bulwark_resolver::validate::parse_anchors;
+use bulwark_resolver::{
+    ForwardZone, Limits, ResolverConfig, StaleConfig, StubZone, ValidationConfig,
+};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -49,6 +53,18 @@ pub struct ResolverSection {
     pub max_outstanding_per_server: Option<usize>,
     /// An answer resolved after the client waited this long is not sent.
     pub discard_timeout_ms: Option<u64>,
+    /// DNSSEC validation (RFC 4035 §5).
+    pub dnssec_validation: Option<bool>,
+    /// Trust anchors, each a DS or DNSKEY record in zone-file form; given,
+    /// they replace the built-in root anchors.
+    pub trust_anchors: Option<Vec<Spanned<String>>>,
+    /// Files of trust anchors: zone-file DS or DNSKEY lines (Unbound's
+    /// and Debian's), or BIND's `trust-anchors` statements.
+    pub trust_anchor_files: Option<Vec<Spanned<String>>>,
+    /// Negative trust anchors (RFC 7646): zones not validated.
+    pub negative_trust_anchors: Option<Vec<Spanned<String>>>,
+    /// How long a bogus answer is kept.
+    pub bogus_ttl: Option<u32>,
 }
 
 /// `[[resolver.stub]]`: a zone whose authoritative servers are given.
@@ -125,9 +141,90 @@ fn zone_name(
     }
 }
 
+/// The validation settings, when validation is on: the trust anchors
+/// given inline and in files (the built-in root anchors when none are),
+/// negative trust anchors, and the bogus TTL.
+fn build_validation(
+    s: &ResolverSection,
+    base_dir: &Path,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<ValidationConfig> {
+    let given = s.trust_anchors.is_some() || s.trust_anchor_files.is_some();
+    if !s.dnssec_validation.unwrap_or(given) {
+        return None;
+    }
+    let defaults = ValidationConfig::default();
+    let mut anchors = Vec::new();
+    for item in s.trust_anchors.iter().flatten() {
+        match parse_anchors(item.get_ref(), "trust_anchors") {
+            Ok(a) if !a.is_empty() => anchors.extend(a),
+            Ok(_) => problems.push(src.at(
+                item.span(),
+                "[resolver] trust_anchors: no DS or DNSKEY record in this entry",
+            )),
+            Err(diagnostics) => {
+                for d in diagnostics {
+                    problems.push(src.at(
+                        item.span(),
+                        format!(
+                            "[resolver] trust_anchors: `{}`: {}",
+                            item.get_ref(),
+                            d.message
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for item in s.trust_anchor_files.iter().flatten() {
+        let path = base_dir.join(item.get_ref());
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(src.at(
+                    item.span(),
+                    format!("[resolver] trust_anchor_files: {}: {e}", path.display()),
+                ));
+                continue;
+            }
+        };
+        match parse_anchors(&text, &path.display().to_string()) {
+            Ok(a) if !a.is_empty() => anchors.extend(a),
+            Ok(_) => problems.push(src.at(
+                item.span(),
+                format!(
+                    "[resolver] trust_anchor_files: {} holds no trust anchor",
+                    path.display()
+                ),
+            )),
+            Err(diagnostics) => problems.extend(diagnostics.iter().map(ToString::to_string)),
+        }
+    }
+    if !given {
+        anchors = defaults.anchors.clone();
+    }
+    let mut negative_anchors = Vec::new();
+    for item in s.negative_trust_anchors.iter().flatten() {
+        if let Some(zone) = zone_name(item, "[resolver] negative_trust_anchors", src, problems) {
+            negative_anchors.push(zone.to_lowercase());
+        }
+    }
+    for a in &mut anchors {
+        a.owner = a.owner.to_lowercase();
+    }
+    Some(ValidationConfig {
+        anchors,
+        negative_anchors,
+        bogus_ttl: s.bogus_ttl.unwrap_or(defaults.bogus_ttl),
+        ..defaults
+    })
+}
+
 /// Validates `[resolver]`; `None` when it is absent.
 pub fn build_resolver(
     section: Option<&ResolverSection>,
+    base_dir: &Path,
     src: &Source<'_>,
     problems: &mut Vec<String>,
 ) -> Option<ResolverSettings> {
@@ -269,6 +366,7 @@ pub fn build_resolver(
         stale,
         cache_bytes,
         limits,
+        validation: build_validation(s, base_dir, src, problems),
         ..defaults
     };
     Some(ResolverSettings {

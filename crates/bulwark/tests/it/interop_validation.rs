@@ -37,14 +37,14 @@ fn zone_text(serial: u32) -> String {
 
 /// One zone of the matrix: its policy (a `[dnssec_policy]` body), or None
 /// for a zone signed offline by `bulwark sign` and served as a file.
-struct Case {
-    zone: &'static str,
-    policy: Option<&'static str>,
+pub(crate) struct Case {
+    pub zone: &'static str,
+    pub policy: Option<&'static str>,
     /// NSEC3 opt-out: denial of a name is insecure by design (RFC 5155 §9.2).
-    opt_out: bool,
+    pub opt_out: bool,
 }
 
-const CASES: [Case; 7] = [
+pub(crate) const CASES: [Case; 7] = [
     Case { zone: "rsasha256.test.", policy: Some("algorithm = \"RSASHA256\""), opt_out: false },
     Case { zone: "rsasha512.test.", policy: Some("algorithm = \"RSASHA512\"\nnsec3 = true"), opt_out: false },
     Case { zone: "p256.test.", policy: Some("algorithm = \"ECDSAP256SHA256\"\nnsec3 = true\nnsec3_salt_length = 8\nnsec3_iterations = 1"), opt_out: false },
@@ -54,7 +54,7 @@ const CASES: [Case; 7] = [
     Case { zone: "offline.test.", policy: None, opt_out: false },
 ];
 
-fn bulwark(args: &[&str]) -> String {
+pub(crate) fn bulwark(args: &[&str]) -> String {
     let out = Command::new(bulwark_bin())
         .args(args)
         .stdin(Stdio::null())
@@ -69,7 +69,7 @@ fn bulwark(args: &[&str]) -> String {
 }
 
 /// Writes the zones and the configuration, offline-signs `offline.test.`.
-fn setup(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn setup(dir: &Path) -> std::path::PathBuf {
     let mut config = String::from("[server]\nthreads = 1\n\n");
     for (i, case) in CASES.iter().enumerate() {
         let file = format!("{}zone", case.zone);
@@ -113,7 +113,7 @@ fn setup(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-fn key_directory(dir: &Path, case: &Case) -> std::path::PathBuf {
+pub(crate) fn key_directory(dir: &Path, case: &Case) -> std::path::PathBuf {
     if case.policy.is_some() {
         dir.join("keys")
     } else {

@@ -43,5 +43,6 @@ mod resolver_ops;
 mod resolver_own_scenarios;
 mod resolver_poisoning;
 mod resolver_scenarios;
+mod resolver_validation;
 mod server_config;
 mod server_e2e;

@@ -26,13 +26,14 @@ use bulwark_proto::{Class, Name, Opcode, Rcode, Rtype};
 
 use super::{Cache, Data, Entry, KeyBuf, Trust, NXDOMAIN};
 use crate::packed::PackedSet;
-use crate::response::{write_response, Resolution};
+use crate::response::{write_response, Resolution, Security};
 use crate::rrset::RrSet;
 use crate::Millis;
 
-/// The RD bit in the header's third octet, CD in its fourth.
+/// The RD bit in the header's third octet, AD and CD in its fourth.
 const RD: u8 = 0x01;
 const CD: u8 = 0x10;
+const AD: u8 = 0x20;
 /// From the end of a record's TTL to its data: the RDLENGTH.
 const TTL_TO_RDATA: usize = 6;
 /// The rcode's bits in the header's fourth octet.
@@ -172,9 +173,13 @@ impl Cache {
         }
         let (key, entry) = self.direct_entry(q.qname, q.qtype, now)?;
         // Kept without signatures: a client that wants them (DO) gets the
-        // answer written the long way.
+        // answer written the long way; so does one of data not validated
+        // or bogus (SERVFAIL, or the data for CD).
         let edns = query.edns();
-        if edns.as_ref().is_some_and(|e| e.dnssec_ok) && entry.data.signed() {
+        let dnssec_ok = edns.as_ref().is_some_and(|e| e.dnssec_ok);
+        if (dnssec_ok && entry.data.signed())
+            || matches!(entry.security, Security::Unchecked | Security::Bogus { .. })
+        {
             return None;
         }
         let rendered = match entry.rendered.get() {
@@ -196,6 +201,10 @@ impl Cache {
         });
         let ttl_left = ttl_left(&entry, now);
         let rcode = rendered.write(query, q.qname, ttl_left, limit, opt.as_ref(), out)?;
+        // RFC 6840 §5.7: AD for secure data, to a client that set DO or AD.
+        if entry.security == Security::Secure && (dnssec_ok || h.flags.ad) {
+            *out.get_mut(3)? |= AD;
+        }
         self.hits.fetch_add(1, Ordering::Relaxed);
         let zone = match &entry.data {
             Data::NxDomain(n) => n.soa.as_ref().and_then(PackedSet::owner),
@@ -230,7 +239,7 @@ impl Cache {
             };
             let Some(entry) = entry else { continue };
             return match &entry.data {
-                Data::Positive(_) if entry.trust < Trust::NonAuthAnswer => None,
+                _ if entry.trust < Trust::NonAuthAnswer => None,
                 Data::Positive(_) | Data::NoData(_) if rtype == qtype => Some((key, entry)),
                 Data::NxDomain(_) if rtype == NXDOMAIN => Some((key, entry)),
                 // A type-0 question finds the NXDOMAIN entry first; the

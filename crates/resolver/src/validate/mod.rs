@@ -40,6 +40,18 @@ impl Bogus {
     }
 }
 
+/// What a proof that a name has no DS says of it (RFC 4035 §5.2, RFC 5155
+/// §8.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DsDenial {
+    /// A delegation without a DS, or one an opt-out span may hide: the
+    /// zone below is unsigned.
+    Unsigned,
+    /// No zone cut there: whatever is at or below the name belongs to the
+    /// zone that gave the proof.
+    NoCut,
+}
+
 /// A time as RRSIGs carry it: seconds since 1970, modulo 2^32.
 pub type SigTime = u32;
 

@@ -11,7 +11,7 @@
 use bulwark_proto::rdata::Nsec;
 use bulwark_proto::{Name, Rtype};
 
-use super::Bogus;
+use super::{Bogus, DsDenial};
 use crate::ede;
 
 /// One NSEC record: its owner and its data.
@@ -168,6 +168,37 @@ pub fn prove_insecure_delegation(child: &Name, records: &[NsecRecord]) -> Result
         ));
     }
     Ok(())
+}
+
+/// What the zone's NSEC records say of `name`, asked for its DS and denied:
+/// an unsigned delegation (NS without DS or SOA at the name), or no cut at
+/// all (the name has no NS, is an empty non-terminal, or does not exist).
+pub fn ds_denial(name: &Name, records: &[NsecRecord]) -> Result<DsDenial, Bogus> {
+    let name = name.to_lowercase();
+    if let Some(r) = records.iter().find(|r| r.owner == name) {
+        let t = &r.nsec.types;
+        if t.contains(Rtype::DS) {
+            return Err(Bogus::new(
+                ede::DNSSEC_BOGUS,
+                "the NSEC at the name lists the DS denied",
+            ));
+        }
+        if t.contains(Rtype::SOA) {
+            return Err(Bogus::new(
+                ede::DNSSEC_BOGUS,
+                "a zone's own apex NSEC cannot deny its DS",
+            ));
+        }
+        return Ok(if t.contains(Rtype::NS) {
+            DsDenial::Unsigned
+        } else {
+            DsDenial::NoCut
+        });
+    }
+    if prove_nodata(&name, Rtype::DS, records).is_ok() {
+        return Ok(DsDenial::NoCut);
+    }
+    prove_nxdomain(&name, records).map(|_| DsDenial::NoCut)
 }
 
 /// The closest encloser a covering NSEC shows for `qname`: the longest

@@ -12,7 +12,7 @@ use bulwark_proto::encoding::base32hex_decode;
 use bulwark_proto::rdata::Nsec3;
 use bulwark_proto::{Name, Rtype};
 
-use super::{Bogus, Budget};
+use super::{Bogus, Budget, DsDenial};
 use crate::ede;
 
 /// The most iterations honoured (RFC 9276 §3.2; Unbound's limit).
@@ -228,7 +228,8 @@ pub fn prove_nodata(
     })
 }
 
-/// The wildcard exists without the type (RFC 5155 §8.7).
+/// The wildcard exists without the type (RFC 5155 §8.7); insecurely when
+/// the next closer name is under an opt-out span.
 pub fn prove_wildcard_nodata(
     qname: &Name,
     qtype: Rtype,
@@ -237,7 +238,7 @@ pub fn prove_wildcard_nodata(
     budget: &mut Budget,
 ) -> Result<Nsec3Proof, Bogus> {
     with_hasher(zone, records, budget, |h| {
-        let (encloser, _) = h.closest_encloser(qname, zone)?;
+        let (encloser, cover) = h.closest_encloser(qname, zone)?;
         let wildcard = wildcard_at(&encloser).ok_or(MISSING)?;
         let m = h.matching(&wildcard)?.ok_or(MISSING)?;
         let t = &m.nsec3.types;
@@ -247,13 +248,19 @@ pub fn prove_wildcard_nodata(
                 "the wildcard's NSEC3 lists the type denied",
             ));
         }
-        Ok(Nsec3Proof::Proven)
+        // RFC 5155 §9.2: the next closer name under an opt-out span may be
+        // an unsigned delegation (RFC 5155 Appendix B.5's example).
+        Ok(if cover.opt_out() {
+            Nsec3Proof::Insecure
+        } else {
+            Nsec3Proof::Proven
+        })
     })
 }
 
 /// A wildcard answer was the right one (RFC 5155 §8.8): the next closer
 /// name, below the wildcard's parent (`labels`, the RRSIG's count), is
-/// covered.
+/// covered; by an opt-out span, only insecurely.
 pub fn prove_wildcard_answer(
     qname: &Name,
     labels: u8,
@@ -270,11 +277,18 @@ pub fn prove_wildcard_answer(
         if next_closer.label_count() != wanted {
             return Err(MISSING);
         }
-        h.covering(&next_closer)?.ok_or(Bogus::new(
+        let cover = h.covering(&next_closer)?.ok_or(Bogus::new(
             ede::NSEC_MISSING,
             "a wildcard answer without the proof that the name does not exist",
         ))?;
-        Ok(Nsec3Proof::Proven)
+        // RFC 5155 §9.2: an opt-out span may hide an unsigned delegation
+        // at the next closer name, which would own the name instead (as
+        // Unbound reads it).
+        Ok(if cover.opt_out() {
+            Nsec3Proof::Insecure
+        } else {
+            Nsec3Proof::Proven
+        })
     })
 }
 
@@ -303,6 +317,41 @@ pub fn prove_insecure_delegation(
         } else {
             Err(MISSING)
         }
+    })
+}
+
+/// What the zone's NSEC3 records say of `name`, asked for its DS and
+/// denied: an unsigned delegation (the NSEC3 at it lists NS without DS or
+/// SOA, or an opt-out span covers it, RFC 5155 §8.6), or no cut at all.
+/// A zone hashing past [`MAX_ITERATIONS`] is taken as unsigned below.
+pub fn ds_denial(
+    name: &Name,
+    zone: &Name,
+    records: &[Nsec3Record],
+    budget: &mut Budget,
+) -> Result<DsDenial, Bogus> {
+    let Some(mut h) = Hasher::new(zone, records, budget)? else {
+        return Ok(DsDenial::Unsigned);
+    };
+    if let Some(m) = h.matching(name)? {
+        let t = &m.nsec3.types;
+        if t.contains(Rtype::DS) || t.contains(Rtype::SOA) {
+            return Err(Bogus::new(
+                ede::DNSSEC_BOGUS,
+                "the NSEC3 at the name cannot deny its DS",
+            ));
+        }
+        return Ok(if t.contains(Rtype::NS) {
+            DsDenial::Unsigned
+        } else {
+            DsDenial::NoCut
+        });
+    }
+    let (_, cover) = h.closest_encloser(name, zone)?;
+    Ok(if cover.opt_out() {
+        DsDenial::Unsigned
+    } else {
+        DsDenial::NoCut
     })
 }
 

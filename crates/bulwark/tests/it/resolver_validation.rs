@@ -1,0 +1,297 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! bulwark's resolver validates (RFC 4035 §5). The zones of
+//! `interop_validation` (every algorithm, NSEC and NSEC3, opt-out, online
+//! and offline signing) are served by bulwark's authoritative side and
+//! reached through stub zones, each zone's DS its trust anchor: the setup
+//! in which Unbound gives its verdicts there. bulwark's must be the same:
+//! AD for data and for denials, none for denials under opt-out (RFC 5155
+//! §9.2). A zone whose anchor matches none of its keys is SERVFAIL with
+//! Extended DNS Error 9 (DNSKEY Missing), while its data still goes to a
+//! client that set CD (RFC 4035 §3.2.2), without AD. delv, validating for
+//! itself through bulwark's resolver, gets the signatures and proofs it
+//! needs.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use bulwark_proto::message::{MessageView, OPTION_EDE};
+use hickory_proto::rr::RecordType;
+
+use crate::interop_validation::{bulwark, key_directory, setup, CASES};
+use crate::support::{self, require_tool, temp_dir, ChildGuard, EdnsSpec, QuerySpec, Transport};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// bulwark as a validating resolver with `anchors`, `zones` stubbed to
+/// `upstream`.
+fn start_resolver(
+    dir: &Path,
+    anchors: &[String],
+    zones: &[&str],
+    upstream: SocketAddr,
+) -> (ChildGuard, SocketAddr) {
+    let quoted: Vec<String> = anchors.iter().map(|a| format!("\"{a}\"")).collect();
+    let mut config = format!(
+        "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
+         [resolver]\nroot_hints = [\"127.0.0.1:9\"]\nquery_localhost = true\n\
+         dnssec_validation = true\ntrust_anchors = [{}]\n\n",
+        quoted.join(", ")
+    );
+    for zone in zones {
+        config.push_str(&format!(
+            "[[resolver.stub]]\nzone = \"{zone}\"\naddresses = [\"{upstream}\"]\n\n"
+        ));
+    }
+    let path = dir.join("resolver.toml");
+    fs::write(&path, config).unwrap();
+    let argv = vec![
+        "serve".to_string(),
+        "--config".to_string(),
+        path.display().to_string(),
+    ];
+    let (process, bound) = support::start_bulwark(&argv, &[], dir, "resolver");
+    (process, bound.dns[0])
+}
+
+struct Verdict {
+    rcode: String,
+    ad: bool,
+    answers: usize,
+    ede: Option<u16>,
+}
+
+fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdict {
+    let mut spec = QuerySpec::new(qname, qtype);
+    spec.rd = true;
+    spec.cd = cd;
+    spec.edns = Some(EdnsSpec {
+        payload: 1232,
+        dnssec_ok: true,
+        version: 0,
+    });
+    let a = support::query_retry(addr, &spec, Transport::Udp, TIMEOUT, 3)
+        .unwrap_or_else(|e| panic!("{qname} {qtype}: {e}"));
+    let wire = spec.to_wire(0x5eed);
+    let raw = support::exchange_udp(addr, &wire, 0x5eed, TIMEOUT).unwrap();
+    Verdict {
+        rcode: a.rcode_name(),
+        ad: a.ad,
+        answers: a.answer.len(),
+        ede: ede(&raw),
+    }
+}
+
+/// The Extended DNS Error info code of a response, if any.
+fn ede(raw: &[u8]) -> Option<u16> {
+    let view = MessageView::parse(raw).unwrap();
+    let edns = view.edns()?;
+    let opts = edns.option_bytes();
+    let mut at = 0;
+    while at + 4 <= opts.len() {
+        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
+        if code == OPTION_EDE {
+            return Some(u16::from_be_bytes([opts[at + 4], opts[at + 5]]));
+        }
+        at += 4 + len;
+    }
+    None
+}
+
+#[test]
+fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
+    let Some(delv) = require_tool("delv") else {
+        return;
+    };
+    let dir = temp_dir("resolver-validation-");
+    let config = setup(dir.path());
+    let mut auth = support::spawn_bulwark(&[], &["--config", config.to_str().unwrap()]);
+    for case in &CASES {
+        auth.wait_ready(case.zone, RecordType::SOA, |a| {
+            a.rcode == 0 && !a.answer.is_empty()
+        });
+    }
+    let mut anchors = Vec::new();
+    for case in &CASES {
+        let ds = bulwark(&[
+            "keys",
+            "ds",
+            case.zone,
+            "-K",
+            key_directory(dir.path(), case).to_str().unwrap(),
+        ]);
+        assert_eq!(ds.lines().count(), 1, "{}: {ds}", case.zone);
+        anchors.push(ds.trim().to_owned());
+    }
+    let zones: Vec<&str> = CASES.iter().map(|c| c.zone).collect();
+    let resolver_dir = temp_dir("resolver-validation-good-");
+    let (process, resolver) = start_resolver(resolver_dir.path(), &anchors, &zones, auth.addr);
+
+    for case in &CASES {
+        let name = |label: &str| format!("{label}{}", case.zone);
+        let check = |qname: &str, qtype: RecordType, rcode: &str, answers: bool, ad: bool| {
+            let v = resolve(resolver, qname, qtype, false);
+            let log = process.log();
+            assert_eq!(v.rcode, rcode, "{qname} {qtype} (EDE {:?})\n{log}", v.ede);
+            assert_eq!(
+                v.answers > 0,
+                answers,
+                "{qname} {qtype}: answers {}",
+                v.answers
+            );
+            assert_eq!(v.ad, ad, "{qname} {qtype}: AD bit (EDE {:?})\n{log}", v.ede);
+        };
+        check(case.zone, RecordType::DNSKEY, "NOERROR", true, true);
+        check(&name("www."), RecordType::A, "NOERROR", true, true);
+        check(&name("www."), RecordType::AAAA, "NOERROR", true, true);
+        check(&name("alias."), RecordType::A, "NOERROR", true, true);
+        // NODATA at a name, and at an empty non-terminal.
+        check(&name("www."), RecordType::MX, "NOERROR", false, true);
+        check(&name("y.ent."), RecordType::A, "NOERROR", false, true);
+        check(&name("x.y.ent."), RecordType::TXT, "NOERROR", true, true);
+        let secure_denial = !case.opt_out;
+        check(
+            &name("nope."),
+            RecordType::A,
+            "NXDOMAIN",
+            false,
+            secure_denial,
+        );
+        check(
+            &name("a.wild."),
+            RecordType::TXT,
+            "NOERROR",
+            true,
+            secure_denial,
+        );
+        check(
+            &name("sub."),
+            RecordType::DS,
+            "NOERROR",
+            false,
+            secure_denial,
+        );
+        // Asked again, the cache answers with the same verdict.
+        check(&name("www."), RecordType::A, "NOERROR", true, true);
+        check(
+            &name("nope."),
+            RecordType::A,
+            "NXDOMAIN",
+            false,
+            secure_denial,
+        );
+    }
+
+    // delv validates for itself through bulwark: the signatures and the
+    // denial proofs reach a client that sets DO.
+    let case = &CASES[2];
+    let key_file = fs::read_dir(key_directory(dir.path(), case))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let file = p.file_name().unwrap().to_str().unwrap().to_owned();
+            p.extension().is_some_and(|e| e == "key")
+                && file.starts_with(&format!("K{}+", case.zone))
+                && fs::read_to_string(p).unwrap().contains("DNSKEY 257 ")
+        })
+        .unwrap();
+    let text = fs::read_to_string(key_file).unwrap();
+    let record = text.lines().find(|l| l.contains("DNSKEY 257 ")).unwrap();
+    let fields: Vec<&str> = record.split_whitespace().collect();
+    let anchor = resolver_dir.path().join("delv.anchor");
+    fs::write(
+        &anchor,
+        format!(
+            "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
+            case.zone,
+            fields[3],
+            fields[4],
+            fields[5],
+            fields[6..].join("")
+        ),
+    )
+    .unwrap();
+    for (qname, expect) in [
+        (format!("www.{}", case.zone), "; fully validated"),
+        (
+            format!("nope.{}", case.zone),
+            "; negative response, fully validated",
+        ),
+    ] {
+        let out = Command::new(&delv)
+            .args([
+                format!("@{}", resolver.ip()),
+                "-p".into(),
+                resolver.port().to_string(),
+                "-a".into(),
+                anchor.display().to_string(),
+                format!("+root={}", case.zone),
+                qname.clone(),
+                "A".into(),
+            ])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(expect),
+            "delv {qname} through bulwark: expected {expect:?}:\n{text}"
+        );
+    }
+    drop(process);
+
+    // One anchor replaced by a stranger's DS: that zone is bogus.
+    let bad_zone = "p256.test.";
+    let stranger = dir.path().join("stranger");
+    bulwark(&[
+        "keys",
+        "generate",
+        bad_zone,
+        "--role",
+        "ksk",
+        "-K",
+        stranger.to_str().unwrap(),
+    ]);
+    let wrong = bulwark(&["keys", "ds", bad_zone, "-K", stranger.to_str().unwrap()])
+        .trim()
+        .to_owned();
+    let anchors: Vec<String> = anchors
+        .into_iter()
+        .map(|a| {
+            if a.starts_with(bad_zone) {
+                wrong.clone()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let bad_dir = temp_dir("resolver-validation-bad-");
+    let (process, resolver) = start_resolver(bad_dir.path(), &anchors, &zones, auth.addr);
+    let qname = format!("www.{bad_zone}");
+    for _ in 0..2 {
+        // Once resolved, once from the cache's bogus entry.
+        let v = resolve(resolver, &qname, RecordType::A, false);
+        assert_eq!(v.rcode, "SERVFAIL", "{}", process.log());
+        assert_eq!(v.ede, Some(9), "DNSKEY Missing");
+        assert!(!v.ad && v.answers == 0);
+        let v = resolve(resolver, &qname, RecordType::A, true);
+        assert_eq!(v.rcode, "NOERROR", "CD: the data, to judge for itself");
+        assert!(v.answers > 0 && !v.ad);
+    }
+    let v = resolve(resolver, "www.ed25519.test.", RecordType::A, false);
+    assert!(
+        v.rcode == "NOERROR" && v.ad,
+        "the other zones still validate"
+    );
+}
