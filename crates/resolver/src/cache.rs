@@ -65,13 +65,16 @@ pub enum Data {
 }
 
 impl Data {
-    /// Whether signatures are kept with any of its sets.
-    pub fn signed(&self) -> bool {
+    /// Whether it holds what only a DO client is given: signatures, or a
+    /// negative answer's NSEC and NSEC3 records.
+    pub fn has_dnssec(&self) -> bool {
         match self {
             Data::Positive(set) => set.signed(),
             Data::NoData(n) | Data::NxDomain(n) => {
                 n.soa.as_ref().is_some_and(PackedSet::signed)
-                    || n.extra.iter().any(PackedSet::signed)
+                    || n.extra.iter().any(|s| {
+                        s.signed() || matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3 | Rtype::RRSIG)
+                    })
             }
         }
     }
@@ -573,6 +576,13 @@ impl Cache {
         result
     }
 
+    /// What the cache says to a task resolving a client's question: as
+    /// [`Cache::answer`], but data not validated yet is given too (the
+    /// task validates it before its clients have it).
+    pub fn answer_for_task(&self, qname: &Name, qtype: Rtype, now: Millis) -> Option<Resolution> {
+        self.answer_inner(qname, qtype, now, false, Trust::NonAuthAnswer)
+    }
+
     /// What the cache says to the resolver's own lookup of a name server's
     /// address: glue counts there (it is what glue is for), though never
     /// in an answer to a client.
@@ -672,10 +682,16 @@ impl Cache {
     /// a DNAME synthesised: they are made again from the DNAME when the
     /// cache answers, so that the DNAME goes out with them.
     pub fn insert_chain(&self, chain: &[RrSet], trust: Trust, now: Millis) {
-        let mut after_dname = false;
-        for set in chain {
-            let synthesised = after_dname && set.rtype == Rtype::CNAME;
-            after_dname = set.rtype == Rtype::DNAME;
+        for (i, set) in chain.iter().enumerate() {
+            // One DNAME may synthesise several links of a chain, each
+            // after it (classify puts it in once).
+            let synthesised = set.rtype == Rtype::CNAME
+                && set.sigs.is_empty()
+                && chain
+                    .get(..i)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|d| d.rtype == Rtype::DNAME && set.owner.is_below(&d.owner));
             if !synthesised {
                 self.insert_rrset(set.clone(), trust, now);
             }

@@ -122,6 +122,25 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
     let mut chain: Vec<RrSet> = Vec::new();
     let mut name = asked.qname.to_lowercase();
     for _ in 0..MAX_CHAIN {
+        // A CNAME asked for under a DNAME is the one the DNAME synthesises
+        // (RFC 6672 §3.1): it goes with the DNAME, which is what is signed.
+        if asked.qtype == Rtype::CNAME {
+            if let Some((dname, synthesised)) = dname_for(&answers, &name) {
+                if !chain
+                    .iter()
+                    .any(|s| s.rtype == Rtype::DNAME && s.owner == dname.owner)
+                {
+                    chain.push(dname);
+                }
+                return Kind::Answer {
+                    chain,
+                    data: synthesised,
+                    authoritative,
+                    glue: Vec::new(),
+                    proof: Vec::new(),
+                };
+            }
+        }
         if let Some(data) = answers.get(&(name.clone(), asked.qtype)) {
             let glue = if data.rtype == Rtype::NS {
                 glue(msg, view, data, &believed)

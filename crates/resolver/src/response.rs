@@ -229,6 +229,12 @@ pub fn write_response(
                 (Section::Authority, &resolution.authority),
             ] {
                 for set in sets.iter() {
+                    // RFC 4035 §3.2.1: a client that did not set DO gets
+                    // no denial proofs (it could not check them).
+                    let proof = matches!(set.rtype, Rtype::NSEC | Rtype::NSEC3 | Rtype::RRSIG);
+                    if section == Section::Authority && proof && !dnssec_ok {
+                        continue;
+                    }
                     let mut pushed = b.push_rrset(
                         section,
                         &set.owner,

@@ -177,9 +177,15 @@ impl Resolver {
     }
 
     fn settle(&mut self, mut task: Task, step: Step, now: Millis) {
-        // Data from the servers is validated before any client has it.
+        // Data from the servers is validated before any client has it. A
+        // lookup of the resolver's own (a name server's address, a zone's
+        // DS or DNSKEY set for the chain of trust) is not: the chain judges
+        // what it fetched itself, and glue is never signed.
+        let for_clients = task.depth == 0 || !task.clients.is_empty();
         let step = match step {
-            Step::Done(r) if r.security == Security::Unchecked => self.validate(&mut task, r, now),
+            Step::Done(r) if r.security == Security::Unchecked && for_clients => {
+                self.validate(&mut task, r, now)
+            }
             step => step,
         };
         let id = task.id;
@@ -209,12 +215,17 @@ impl Resolver {
             if task.depth > 0 && task.clients.is_empty() {
                 self.cache.answer_for_lookup(&task.current, task.qtype, now)
             } else {
-                self.cache.answer(&task.current, task.qtype, now, false)
+                self.cache.answer_for_task(&task.current, task.qtype, now)
             }
         } else {
             None
         };
         if let Some(mut r) = cached {
+            // The links followed to get here were not judged with the
+            // cache's part: the whole answer is, before a client has it.
+            if !task.chain.is_empty() && self.cache.arriving() == Security::Unchecked {
+                r.security = Security::Unchecked;
+            }
             let mut answer = task.chain.clone();
             answer.append(&mut r.answer);
             r.answer = answer;
@@ -392,6 +403,8 @@ impl Resolver {
     }
 
     /// The cut's servers: given ones, or its NS targets' cached addresses.
+    /// The root's, when none of its servers' addresses is held (a priming
+    /// answer without glue), are the hints: they name root servers too.
     fn servers_of(&self, cut: &Cut, now: Millis) -> Vec<SocketAddr> {
         let mut out: Vec<SocketAddr> = cut.servers.clone();
         for ns in &cut.ns_names {
@@ -401,6 +414,9 @@ impl Resolver {
                     out.push(sa);
                 }
             }
+        }
+        if out.is_empty() && cut.zone.is_root() && !cut.forwarders {
+            out.clone_from(&self.config.root_hints);
         }
         out
     }
@@ -854,7 +870,14 @@ impl Resolver {
                     return Step::Continue;
                 }
                 self.cache.insert_chain(&chain, trust, now);
-                self.cache.insert_rrset(data.clone(), trust, now);
+                // A CNAME a DNAME synthesised is made again from the DNAME.
+                let synthesised = data.rtype == Rtype::CNAME
+                    && chain
+                        .iter()
+                        .any(|s| s.rtype == Rtype::DNAME && data.owner.is_below(&s.owner));
+                if !synthesised {
+                    self.cache.insert_rrset(data.clone(), trust, now);
+                }
                 for g in glue {
                     self.cache.insert_rrset(g, Trust::Additional, now);
                 }

@@ -278,7 +278,8 @@ impl Resolver {
             .map(|s| s.signer.to_lowercase())
             .find(|z| owner.ends_with(z));
         let Some(zone) = signer else {
-            let trust = self.trust_at(task, &owner, now, budget)?;
+            let at = parent_side(&owner, set.rtype);
+            let trust = self.trust_at(task, &at, now, budget)?;
             return Ok(Judged::unsigned_in(trust, RRSIGS_MISSING));
         };
         let keys = match self.zone_trust(task, &zone, now, budget, 0)? {
@@ -336,7 +337,8 @@ impl Resolver {
     ) -> Eval<Judged> {
         let soa = authority.iter().find(|s| s.rtype == Rtype::SOA);
         let Some(zone) = denial_signer(soa, authority) else {
-            let trust = self.trust_at(task, name, now, budget)?;
+            let at = parent_side(name, task.qtype);
+            let trust = self.trust_at(task, &at, now, budget)?;
             return Ok(Judged::unsigned_in(trust, NSEC_MISSING));
         };
         let keys = match self.zone_trust(task, &zone, now, budget, 0)? {
@@ -750,6 +752,15 @@ fn denial_signer(soa: Option<&RrSet>, sets: &[RrSet]) -> Option<Name> {
             .iter()
             .filter(|s| matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3))
             .find_map(signer_of),
+    }
+}
+
+/// Where data of `rtype` at `name` lives: a DS set (or its absence) in
+/// the parent's zone (RFC 4035 §2.4), all else at the name.
+fn parent_side(name: &Name, rtype: Rtype) -> Name {
+    match name.parent() {
+        Some(parent) if rtype == Rtype::DS => parent,
+        _ => name.clone(),
     }
 }
 

@@ -172,12 +172,12 @@ impl Cache {
             return None;
         }
         let (key, entry) = self.direct_entry(q.qname, q.qtype, now)?;
-        // Kept without signatures: a client that wants them (DO) gets the
-        // answer written the long way; so does one of data not validated
-        // or bogus (SERVFAIL, or the data for CD).
+        // Kept without signatures and proofs: a client that wants them
+        // (DO) gets the answer written the long way; so does one of data
+        // not validated or bogus (SERVFAIL, or the data for CD).
         let edns = query.edns();
         let dnssec_ok = edns.as_ref().is_some_and(|e| e.dnssec_ok);
-        if (dnssec_ok && entry.data.signed())
+        if (dnssec_ok && entry.data.has_dnssec())
             || matches!(entry.security, Security::Unchecked | Security::Bogus { .. })
         {
             return None;
@@ -302,7 +302,11 @@ fn render(entry: &Entry, qname: &[u8], qtype: Rtype, now: Millis) -> Option<Rend
             if let Some(soa) = &soa {
                 record_caps(&mut caps, soa, u32::MAX);
             }
-            for set in &extra {
+            // Written for a client without DO: no proofs.
+            for set in extra
+                .iter()
+                .filter(|s| !matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3 | Rtype::RRSIG))
+            {
                 record_caps(&mut caps, set, set.ttl);
             }
             Resolution::negative(rcode, Vec::new(), &soa, &extra, ttl)
@@ -419,12 +423,13 @@ mod tests {
         cache
     }
 
-    /// The questions, whether their answer is one entry, and whether it is
-    /// signed (then rendered only for a client without DO).
+    /// The questions, whether their answer is one entry, and whether it
+    /// holds signatures or proofs (then rendered only for a client without
+    /// DO).
     const QUESTIONS: [(&str, Rtype, bool, bool); 7] = [
         ("www.example.com.", Rtype::A, true, false),
         ("many.example.com.", Rtype::A, true, false),
-        ("www.example.com.", Rtype::AAAA, true, false),
+        ("www.example.com.", Rtype::AAAA, true, true),
         ("nowhere.example.com.", Rtype::MX, true, false),
         ("nowhere.example.com.", Rtype::A, true, false),
         ("alias.example.com.", Rtype::A, false, false),

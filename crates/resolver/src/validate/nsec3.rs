@@ -192,8 +192,8 @@ pub fn prove_nxdomain(
     })
 }
 
-/// The name exists without the type (RFC 5155 §8.5), or for DS, the name
-/// is under an opt-out span (§8.6).
+/// The name exists without the type (RFC 5155 §8.5), or, insecurely, the
+/// name is under an opt-out span (§8.6).
 pub fn prove_nodata(
     qname: &Name,
     qtype: Rtype,
@@ -218,11 +218,13 @@ pub fn prove_nodata(
             }
             return Ok(Nsec3Proof::Proven);
         }
-        if qtype == Rtype::DS {
-            let (_, cover) = h.closest_encloser(qname, zone)?;
-            if cover.opt_out() {
-                return Ok(Nsec3Proof::Insecure);
-            }
+        // No NSEC3 at the name: under an opt-out span, the name may be an
+        // unsigned delegation (RFC 5155 §8.6 for DS; for other types
+        // Unbound reads it so too, and Deckard's val_nsec3_optout_ad
+        // expects it): insecure, not bogus.
+        let (_, cover) = h.closest_encloser(qname, zone)?;
+        if cover.opt_out() {
+            return Ok(Nsec3Proof::Insecure);
         }
         Err(MISSING)
     })
