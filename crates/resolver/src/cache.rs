@@ -117,6 +117,11 @@ impl Negative {
     }
 }
 
+/// The denial records kept with a wildcard answer (behind one pointer:
+/// most entries have none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof(pub Vec<PackedSet>);
+
 /// The type under which an NXDOMAIN is kept: 0 is reserved (RFC 6895 §3.1).
 pub const NXDOMAIN: Rtype = Rtype(0);
 
@@ -131,6 +136,9 @@ const ALIAS_HOPS: usize = 8;
 #[derive(Debug)]
 pub struct Entry {
     pub data: Data,
+    /// With signed data from a wildcard: the NSEC or NSEC3 records that
+    /// prove the expansion right (RFC 4035 §3.1.3.3), for DO clients.
+    pub proof: Option<Box<Proof>>,
     pub expires: Millis,
     /// When it must go even as stale data.
     pub stale_until: Millis,
@@ -424,7 +432,18 @@ impl Cache {
         let ttl = set.ttl.clamp(self.ttl_min, self.ttl_max);
         let key = KeyBuf::new(&set.owner, set.rtype);
         let data = Data::Positive(PackedSet::pack(&set));
-        self.insert(&key, data, ttl, trust, self.arriving, now);
+        self.insert(&key, data, None, ttl, trust, self.arriving, now);
+    }
+
+    /// Keeps `set` as [`Cache::insert_rrset`] does, with `proof`: the
+    /// denial records that came with it (a wildcard answer's).
+    pub fn insert_answer(&self, set: RrSet, proof: &[RrSet], trust: Trust, now: Millis) {
+        let ttl = set.ttl.clamp(self.ttl_min, self.ttl_max);
+        let key = KeyBuf::new(&set.owner, set.rtype);
+        let data = Data::Positive(PackedSet::pack(&set));
+        let proof = (!proof.is_empty())
+            .then(|| Box::new(Proof(proof.iter().map(PackedSet::pack).collect())));
+        self.insert(&key, data, proof, ttl, trust, self.arriving, now);
     }
 
     /// Records what validation found for the entry under `name`/`rtype`
@@ -458,7 +477,8 @@ impl Cache {
         }
         drop(shard);
         if same {
-            self.insert(&key, entry.data.clone(), ttl, entry.trust, security, now);
+            let (data, proof) = (entry.data.clone(), entry.proof.clone());
+            self.insert(&key, data, proof, ttl, entry.trust, security, now);
         }
     }
 
@@ -493,13 +513,15 @@ impl Cache {
             None => (KeyBuf::new(name, NXDOMAIN), Data::NxDomain(negative)),
             Some(t) => (KeyBuf::new(name, t), Data::NoData(negative)),
         };
-        self.insert(&key, data, ttl, trust, self.arriving, now);
+        self.insert(&key, data, None, ttl, trust, self.arriving, now);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &self,
         key: &KeyBuf,
         data: Data,
+        proof: Option<Box<Proof>>,
         ttl: u32,
         trust: Trust,
         security: Security,
@@ -517,8 +539,14 @@ impl Cache {
         .saturating_add(std::mem::size_of::<Entry>())
         .saturating_add(key.len())
         .saturating_add(ENTRY_BOOKKEEPING);
+        let weight = proof
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .map(PackedSet::weight)
+            .fold(weight, usize::saturating_add);
         let entry = Arc::new(Entry {
             data,
+            proof,
             expires,
             stale_until: expires.saturating_add(self.stale_ms),
             trust,
@@ -622,7 +650,18 @@ impl Cache {
                     _ if found.entry.trust < least => return None,
                     Data::Positive(set) => {
                         answer.push(with_ttl(set.unpack()?, ttl));
-                        let r = Resolution::answer(answer).stale(stale);
+                        let mut r = Resolution::answer(answer).stale(stale);
+                        r.authority = found
+                            .entry
+                            .proof
+                            .iter()
+                            .flat_map(|p| p.0.iter())
+                            .filter_map(PackedSet::unpack)
+                            .map(|p| {
+                                let own = p.ttl;
+                                with_ttl(p, own.min(ttl))
+                            })
+                            .collect();
                         return Some(r.refresh_due(due).security(security));
                     }
                     Data::NoData(negative) => {
@@ -764,6 +803,16 @@ impl Cache {
             at = owner.parent();
         }
         None
+    }
+
+    /// Forgets the entry under `name`/`rtype` (`NXDOMAIN` for a name that
+    /// does not exist).
+    pub fn remove(&self, name: &Name, rtype: Rtype) {
+        let key = KeyBuf::new(&name.to_lowercase(), rtype);
+        let mut shard = self.shard(key.as_slice());
+        if let Some(old) = shard.map.remove(key.as_slice()) {
+            shard.bytes = shard.bytes.saturating_sub(old.weight_now());
+        }
     }
 
     /// Forgets `name`'s entries of every type.

@@ -161,6 +161,11 @@ pub struct Resolver {
     timers: BinaryHeap<Reverse<(Millis, TaskId)>>,
     /// What validation knows of each zone's keys.
     pub(crate) keys: HashMap<Name, crate::validator::KeyEntry>,
+    /// Which server answered each question last, and as a server of which
+    /// zone: a zone whose keys prove bogus is asked again elsewhere.
+    pub(crate) origins: HashMap<(Name, Rtype), (IpAddr, Name)>,
+    /// The zones whose keys the current judgement found bogus.
+    pub(crate) bogus_zones: Vec<Name>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -206,6 +211,8 @@ impl Resolver {
             cookie_secret,
             timers: BinaryHeap::new(),
             keys: HashMap::new(),
+            origins: HashMap::new(),
+            bogus_zones: Vec::new(),
         }
     }
 

@@ -8,28 +8,33 @@ use bulwark_proto::{Class, Name, Rtype};
 use crate::rrset::RrSet;
 
 /// An [`RrSet`] packed: the owner in wire form (case kept), and every
-/// record's data one after another, each behind its two-octet length; its
-/// signatures the same way (an unsigned set's take no allocation).
+/// record's data one after another, each behind its two-octet length, then
+/// its signatures the same way, in the same allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedSet {
     owner: Box<[u8]>,
     pub rtype: Rtype,
     pub class: Class,
     pub ttl: u32,
+    /// The records, then the signatures, in one allocation.
     rdata: Box<[u8]>,
-    sigs: Box<[u8]>,
+    /// Where the signatures start in `rdata`.
+    sigs_at: u32,
 }
 
 impl PackedSet {
     /// Packs `set`.
     pub fn pack(set: &RrSet) -> PackedSet {
+        let mut rdata = pack_records(&set.rdata);
+        let sigs_at = u32::try_from(rdata.len()).unwrap_or(u32::MAX);
+        rdata.extend_from_slice(&pack_records(&set.sigs));
         PackedSet {
             owner: set.owner.as_wire().into(),
             rtype: set.rtype,
             class: set.class,
             ttl: set.ttl,
-            rdata: pack_records(&set.rdata),
-            sigs: pack_records(&set.sigs),
+            rdata: rdata.into_boxed_slice(),
+            sigs_at,
         }
     }
 
@@ -40,7 +45,7 @@ impl PackedSet {
         let mut set = RrSet::new(owner, self.rtype, self.ttl);
         set.class = self.class;
         set.rdata = self.records().map(<[u8]>::to_vec).collect();
-        set.sigs = records(&self.sigs).map(<[u8]>::to_vec).collect();
+        set.sigs = records(self.split().1).map(<[u8]>::to_vec).collect();
         Some(set)
     }
 
@@ -51,12 +56,20 @@ impl PackedSet {
 
     /// Each record's data, in order.
     pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        records(&self.rdata)
+        records(self.split().0)
     }
 
     /// Whether signatures are kept with it.
     pub fn signed(&self) -> bool {
-        !self.sigs.is_empty()
+        !self.split().1.is_empty()
+    }
+
+    /// The records' part of `rdata`, and the signatures'.
+    fn split(&self) -> (&[u8], &[u8]) {
+        let at = usize::try_from(self.sigs_at).unwrap_or(usize::MAX);
+        self.rdata
+            .split_at_checked(at)
+            .unwrap_or((&self.rdata, &[]))
     }
 
     /// What it costs the cache in memory, as counted against `cache_size`:
@@ -65,20 +78,14 @@ impl PackedSet {
         std::mem::size_of::<PackedSet>()
             .saturating_add(self.owner.len())
             .saturating_add(self.rdata.len())
-            .saturating_add(self.sigs.len())
             .saturating_add(2 * ALLOCATION_OVERHEAD)
-            .saturating_add(if self.signed() {
-                ALLOCATION_OVERHEAD
-            } else {
-                0
-            })
     }
 }
 
 /// Records' data one after another, each behind its two-octet length. A
 /// record's data is at most 65535 octets (RFC 1035 §3.2.1's RDLENGTH), so
 /// each length fits its two octets; one that would not is left out.
-fn pack_records(data: &[Vec<u8>]) -> Box<[u8]> {
+fn pack_records(data: &[Vec<u8>]) -> Vec<u8> {
     let total: usize = data.iter().map(|d| d.len().saturating_add(2)).sum();
     let mut out = Vec::with_capacity(total);
     for d in data {
@@ -87,7 +94,7 @@ fn pack_records(data: &[Vec<u8>]) -> Box<[u8]> {
             out.extend_from_slice(d);
         }
     }
-    out.into_boxed_slice()
+    out
 }
 
 /// The records [`pack_records`] packed, in order.

@@ -97,6 +97,11 @@ pub(crate) struct Task {
     /// What validation had resolved for it (a zone's DS or DNSKEY set): if
     /// the cache still lacks it, it is judged missing, not asked again.
     pub fetched: Vec<(Name, Rtype)>,
+    /// The servers whose answers the task used, and as servers of which
+    /// zone: blamed when what they gave proves bogus.
+    pub answered_by: Vec<(IpAddr, Name)>,
+    /// Times bogus data sent the task to other servers.
+    pub bogus_retries: u8,
 }
 
 impl Task {
@@ -135,6 +140,8 @@ impl Task {
             climbs: 0,
             validating: None,
             fetched: Vec::new(),
+            answered_by: Vec::new(),
+            bogus_retries: 0,
         }
     }
 
@@ -161,6 +168,10 @@ const DNS_PORT: u16 = 53;
 /// Address lookups a task starts at once: enough to find a server without
 /// fanning out (NXNSAttack sends referrals with many NS names and no glue).
 const LOOKUPS_AT_ONCE: u32 = 2;
+
+/// Questions whose answering server is remembered for validation; past
+/// it the memory starts again.
+const MAX_ORIGINS: usize = 100_000;
 
 /// Times one task goes back to a parent zone for a delegation it cannot
 /// use (each costs a query or two, within the budget).
@@ -760,7 +771,35 @@ impl Resolver {
             return self.primed(task, kind, now);
         }
         let minimised = out.query.name != task.current || out.query.rtype != task.qtype;
+        let gave_data = !matches!(
+            kind,
+            Kind::Referral { .. } | Kind::Lame(_) | Kind::Failure(_)
+        );
+        self.remember_origin(task, out, &zone, gave_data && !minimised);
         self.act(task, out, &cut, kind, minimised, now)
+    }
+
+    /// Notes who answered `out`'s question, as a server of `zone`, and
+    /// whether the task's answer holds what it gave (`gave_data`: not a
+    /// referral or a minimised step).
+    fn remember_origin(
+        &mut self,
+        task: &mut Task,
+        out: &Outstanding,
+        zone: &Name,
+        gave_data: bool,
+    ) {
+        if self.config.validation.is_none() {
+            return;
+        }
+        if self.origins.len() >= MAX_ORIGINS {
+            self.origins.clear();
+        }
+        let question = (out.query.name.to_lowercase(), out.query.rtype);
+        self.origins.insert(question, (out.server, zone.clone()));
+        if gave_data && !task.answered_by.iter().any(|(ip, _)| *ip == out.server) {
+            task.answered_by.push((out.server, zone.clone()));
+        }
     }
 
     /// The port `ip` was asked on (forwarders and hints may name one).
@@ -876,7 +915,7 @@ impl Resolver {
                         .iter()
                         .any(|s| s.rtype == Rtype::DNAME && data.owner.is_below(&s.owner));
                 if !synthesised {
-                    self.cache.insert_rrset(data.clone(), trust, now);
+                    self.cache.insert_answer(data.clone(), &proof, trust, now);
                 }
                 for g in glue {
                     self.cache.insert_rrset(g, Trust::Additional, now);
@@ -918,7 +957,13 @@ impl Resolver {
                     return Step::Continue;
                 }
                 // What the parent says of the child's DS, for the validator
-                // (it would otherwise ask the parent again).
+                // (it would otherwise ask the parent again), and who said it.
+                if self.config.validation.is_some() && (ds.is_some() || !no_ds.is_empty()) {
+                    self.origins.insert(
+                        (zone.to_lowercase(), Rtype::DS),
+                        (out.server, cut.zone.clone()),
+                    );
+                }
                 if let Some(ds) = ds {
                     self.cache.insert_rrset(*ds, Trust::Referral, now);
                 } else if !no_ds.is_empty() {

@@ -15,6 +15,7 @@
 //! that answers the name's DS question (RFC 4035 §5.2: a DS denial proves
 //! either an unsigned delegation or that there is no cut at the name).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bulwark_proto::rdata::{Dnskey, Ds};
@@ -67,6 +68,8 @@ const MAX_WALK: u8 = 128;
 /// Times one resolution's judgement may wait for data (a DS and a DNSKEY
 /// set per zone of the chain, and the zone of unsigned data).
 const MAX_ROUNDS: u32 = 24;
+/// Times one task asks other servers after bogus data.
+const MAX_BOGUS_RETRIES: u8 = 1;
 /// Zone verdicts kept at most: past it the expired go, then all.
 const MAX_KEYS: usize = 50_000;
 
@@ -169,7 +172,11 @@ impl Resolver {
                 .map(|v| v.work)
                 .unwrap_or_default();
             let mut budget = Budget::new(limits);
+            self.bogus_zones.clear();
             match self.judge(task, &r, now, &mut budget) {
+                Ok(verdict) if self.retry_elsewhere(task, &verdict, now) => {
+                    return Step::Continue;
+                }
                 Ok(verdict) => {
                     for (name, rtype, security, ttl) in &verdict.marks {
                         self.cache.judge(name, *rtype, *security, *ttl, now);
@@ -201,6 +208,77 @@ impl Resolver {
         };
         r.ede = Some((ede::DNSSEC_BOGUS, "the chain of trust is too long".into()));
         Step::Done(r)
+    }
+
+    /// Bogus data may be one server's fault (a stale or broken secondary,
+    /// a forger on its path): once per task, the servers that gave it,
+    /// and those that gave the keys found bogus, are set aside for their
+    /// zones, what they gave is forgotten, and the task asks again
+    /// (Unbound's validator does the same). Whether it does.
+    fn retry_elsewhere(&mut self, task: &mut Task, verdict: &Verdict, now: Millis) -> bool {
+        if !matches!(verdict.security, Security::Bogus { .. })
+            || task.bogus_retries >= MAX_BOGUS_RETRIES
+        {
+            return false;
+        }
+        let zones = std::mem::take(&mut self.bogus_zones);
+        let data_bogus = verdict
+            .marks
+            .iter()
+            .any(|(_, _, s, _)| matches!(s, Security::Bogus { .. }));
+        let mut blamed = false;
+        for zone in &zones {
+            self.keys.remove(zone);
+            for rtype in [Rtype::DNSKEY, Rtype::DS] {
+                if let Some((ip, asked_as)) = self.origins.remove(&(zone.clone(), rtype)) {
+                    if self.has_other_server(&asked_as, ip, now) {
+                        self.infra.lame_for(ip, &asked_as, now);
+                        blamed = true;
+                    }
+                }
+                self.cache.remove(zone, rtype);
+                task.fetched.retain(|(n, t)| !(n == zone && *t == rtype));
+            }
+        }
+        if zones.is_empty() && data_bogus {
+            for (ip, asked_as) in std::mem::take(&mut task.answered_by) {
+                if self.has_other_server(&asked_as, ip, now) {
+                    self.infra.lame_for(ip, &asked_as, now);
+                    blamed = true;
+                }
+            }
+        }
+        if !blamed {
+            return false;
+        }
+        for (name, rtype, _, _) in &verdict.marks {
+            self.cache.remove(name, *rtype);
+        }
+        task.bogus_retries = task.bogus_retries.saturating_add(1);
+        task.answered_by.clear();
+        task.chain.clear();
+        task.current = task.qname.clone();
+        task.cut = None;
+        task.tried.clear();
+        true
+    }
+
+    /// Whether `zone` has a server besides `ip` to ask (by its NS set's
+    /// names, or the hints for the root): with none, blaming `ip` would
+    /// leave the zone unreachable, not answered better.
+    fn has_other_server(&self, zone: &Name, ip: IpAddr, now: Millis) -> bool {
+        if let Some(f) = self.config.forward_for(zone) {
+            return f.addresses.iter().any(|a| a.ip() != ip);
+        }
+        if let Some(ns) = self.cache.rrset(zone, Rtype::NS, now).map(|(set, _)| set) {
+            let names = crate::classify::ns_names(&ns);
+            let known_elsewhere = names
+                .iter()
+                .flat_map(|n| self.cache.addresses(n, now))
+                .any(|a| a != ip);
+            return known_elsewhere || names.len() > 1;
+        }
+        zone.is_root() && self.config.root_hints.iter().any(|a| a.ip() != ip)
     }
 
     fn count_verdict(&mut self, security: Security) {
@@ -441,6 +519,9 @@ impl Resolver {
     ) -> Eval<ZoneTrust> {
         let zone = zone.to_lowercase();
         if let Some(e) = self.keys.get(&zone).filter(|e| e.expires > now) {
+            if matches!(e.trust, ZoneTrust::Bogus(_)) {
+                self.bogus_zones.push(zone.clone());
+            }
             return Ok(e.trust.clone());
         }
         if depth > MAX_WALK {
@@ -471,6 +552,9 @@ impl Resolver {
             ZoneTrust::Bogus(_) => ttl.min(bogus_ttl),
             _ => ttl,
         };
+        if matches!(trust, ZoneTrust::Bogus(_)) {
+            self.bogus_zones.push(zone.clone());
+        }
         self.remember(zone, trust.clone(), ttl, now);
         Ok(trust)
     }
