@@ -255,7 +255,9 @@ pub fn config(s: &ResolverSettings, control: &Path) -> String {
     // The scenario's trust anchors, or none: then nothing is validated
     // (a scenario without anchors expects no AD and no SERVFAIL for
     // signatures).
-    if !s.trust_anchors.is_empty() {
+    if s.trust_anchors.is_empty() {
+        let _ = writeln!(c, "dnssec_validation = false");
+    } else {
         let _ = writeln!(c, "dnssec_validation = true");
         let _ = writeln!(
             c,
@@ -340,6 +342,8 @@ mod tests {
             "forward = [{ zone = \"corp.example.\", addresses = [\"10.0.0.1\", \"10.0.0.2\"] }]\n",
             "stub = [{ zone = \"lab.example.\", addresses = [\"fd00::53\"] }]\n",
             "serve_stale = \"1d\"\n",
+            // No trust anchor in the scenario: nothing is validated.
+            "dnssec_validation = false\n",
         ] {
             assert!(c.contains(expected), "missing {expected:?} in\n{c}");
         }

@@ -141,17 +141,19 @@ fn zone_name(
     }
 }
 
-/// The validation settings, when validation is on: the trust anchors
-/// given inline and in files (the built-in root anchors when none are),
-/// negative trust anchors, and the bogus TTL.
+/// The validation settings, unless `dnssec_validation = false`: the trust
+/// anchors given inline and in files (the built-in root anchors when none
+/// are), negative trust anchors, and the bogus TTL.
 fn build_validation(
     s: &ResolverSection,
     base_dir: &Path,
     src: &Source<'_>,
     problems: &mut Vec<String>,
 ) -> Option<ValidationConfig> {
+    // On unless turned off: an operator of Unbound or Knot Resolver
+    // expects a resolver to validate, from the root's anchors.
     let given = s.trust_anchors.is_some() || s.trust_anchor_files.is_some();
-    if !s.dnssec_validation.unwrap_or(given) {
+    if !s.dnssec_validation.unwrap_or(true) {
         return None;
     }
     let defaults = ValidationConfig::default();

@@ -326,6 +326,14 @@ fn a_bare_resolver_section_recurses_for_loopback_from_the_iana_root() {
     );
     assert!(r.engine.qname_minimisation);
     assert!(!r.engine.query_localhost);
+    // Validating, from IANA's root anchors.
+    let v = r
+        .engine
+        .validation
+        .as_ref()
+        .expect("validation on by default");
+    assert_eq!(v.anchors.len(), 2);
+    assert!(v.anchors.iter().all(|a| a.owner.is_root()));
     assert_eq!(
         r.allow_recursion.check("127.0.0.1".parse().unwrap()),
         Access::Allow
@@ -397,4 +405,56 @@ fn resolver_mistakes_name_their_line_and_column() {
         err.problems[0].starts_with("/etc/bulwark/bulwark.toml:2:1: "),
         "{err}"
     );
+}
+
+#[test]
+fn validation_takes_anchors_inline_and_from_files_or_is_turned_off() {
+    let off = settings("[resolver]\ndnssec_validation = false\n").unwrap();
+    assert!(off.resolver.unwrap().engine.validation.is_none());
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("anchors.key");
+    std::fs::write(
+        &file,
+        "example. 3600 IN DNSKEY 257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\n",
+    )
+    .unwrap();
+    let text = format!(
+        "[resolver]\ntrust_anchors = [\"test. DS 12345 13 2 {}\"]\n\
+         trust_anchor_files = [\"{}\"]\nnegative_trust_anchors = [\"broken.example.\"]\nbogus_ttl = 30\n",
+        "AB".repeat(32),
+        file.display()
+    );
+    let s = settings(&text).unwrap();
+    let v = s.resolver.unwrap().engine.validation.unwrap();
+    let owners: Vec<String> = v.anchors.iter().map(|a| a.owner.to_string()).collect();
+    // Given anchors replace the built-in root's.
+    assert_eq!(owners, ["test.", "example."]);
+    assert_eq!(v.negative_anchors.len(), 1);
+    assert_eq!(v.bogus_ttl, 30);
+}
+
+#[test]
+fn a_bad_trust_anchor_is_an_error_naming_where_it_is() {
+    let err = settings("[resolver]\ntrust_anchors = [\"test. DS 12345 13 2 XYZ\"]\n").unwrap_err();
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:2:")
+            && err.problems[0].contains("trust_anchors"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.key");
+    std::fs::write(&file, "; a comment\nexample. IN DS 1 13 2 nothex\n").unwrap();
+    let err = settings(&format!(
+        "[resolver]\ntrust_anchor_files = [\"{}\"]\n",
+        file.display()
+    ))
+    .unwrap_err();
+    assert!(
+        err.problems[0].starts_with(&format!("{}:2:", file.display())),
+        "the anchor file's own line: {err}"
+    );
+    let err =
+        settings("[resolver]\ntrust_anchor_files = [\"/nonexistent/root.key\"]\n").unwrap_err();
+    assert!(err.problems[0].contains("/nonexistent/root.key"), "{err}");
 }

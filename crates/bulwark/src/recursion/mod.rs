@@ -23,7 +23,7 @@ use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict};
 use bulwark_net::{Deferred, Responder, Shutdown};
 use bulwark_proto::message::{truncate_to_question, EdnsOption};
 use bulwark_proto::{Name, Rcode, Rtype};
-use bulwark_resolver::{write_response, Cache, Resolution};
+use bulwark_resolver::{write_response, Cache, Resolution, Security};
 use tokio::sync::mpsc;
 
 use crate::clock::CoarseClock;
@@ -76,9 +76,26 @@ pub struct RecursionCounters {
     pub upstream_answered: AtomicU64,
 }
 
-/// The reasons SERVFAIL answers are counted under (the EDE they carry).
-pub const FAILURE_REASONS: [(&str, u16); 5] = [
+/// The reasons SERVFAIL answers are counted under (the EDE they carry):
+/// failures to resolve, then bogus data (RFC 8914's DNSSEC codes).
+pub const FAILURE_REASONS: [(&str, u16); 12] = [
     ("other", bulwark_resolver::ede::OTHER),
+    ("dnssec_bogus", bulwark_resolver::ede::DNSSEC_BOGUS),
+    (
+        "signature_expired",
+        bulwark_resolver::ede::SIGNATURE_EXPIRED,
+    ),
+    (
+        "signature_not_yet_valid",
+        bulwark_resolver::ede::SIGNATURE_NOT_YET_VALID,
+    ),
+    ("dnskey_missing", bulwark_resolver::ede::DNSKEY_MISSING),
+    ("rrsigs_missing", bulwark_resolver::ede::RRSIGS_MISSING),
+    (
+        "no_zone_key_bit_set",
+        bulwark_resolver::ede::NO_ZONE_KEY_BIT_SET,
+    ),
+    ("nsec_missing", bulwark_resolver::ede::NSEC_MISSING),
     (
         "not_authoritative",
         bulwark_resolver::ede::NOT_AUTHORITATIVE,
@@ -92,8 +109,11 @@ pub const FAILURE_REASONS: [(&str, u16); 5] = [
 ];
 
 impl RecursionCounters {
-    fn servfail(&self, resolution: &Resolution) {
-        if resolution.rcode != Rcode::SERVFAIL {
+    /// Counts `resolution` if it goes out as SERVFAIL: a failure, or bogus
+    /// data to a client that did not set CD.
+    fn servfail(&self, resolution: &Resolution, checking_disabled: bool) {
+        let bogus = matches!(resolution.security, Security::Bogus { .. }) && !checking_disabled;
+        if resolution.rcode != Rcode::SERVFAIL && !bogus {
             return;
         }
         let code = resolution.ede.as_ref().map_or(0, |(c, _)| *c);
@@ -243,6 +263,9 @@ impl Recursion {
         let resolution = self.cache.answer(&q.qname, q.qtype, now, false)?;
         let (rcode, truncated) = write(request, &resolution, out)?;
         self.counters.cache_answers.fetch_add(1, Ordering::Relaxed);
+        // A bogus entry goes out as SERVFAIL (counted) unless CD is set.
+        self.counters
+            .servfail(&resolution, request.query.header().flags.cd);
         if resolution.refresh_due && self.prefetch {
             // Best effort: a full queue means the driver is busy enough.
             let _ = self
@@ -404,7 +427,9 @@ struct Replies<'a> {
 /// and logged to dnstap when on.
 fn reply(job: &Job, resolution: &Resolution, replies: Replies<'_>) {
     let counters = replies.counters;
-    counters.servfail(resolution);
+    // The header's fourth octet holds CD (0x10).
+    let checking_disabled = job.query.get(3).is_some_and(|b| b & 0x10 != 0);
+    counters.servfail(resolution, checking_disabled);
     let Ok(view) = bulwark_proto::message::MessageView::parse(&job.query) else {
         return;
     };

@@ -1,6 +1,7 @@
 //! The resolver's metric families: the cache (hits, misses, size,
 //! evictions), where answers came from, the queries sent to servers and
-//! their round trips, and SERVFAIL by reason. docs/metrics.md lists them.
+//! their round trips, validation verdicts, and SERVFAIL by reason (bogus
+//! data by the DNSSEC error). docs/metrics.md lists them.
 
 use crate::stats::{Family, MetricKind, Sample, Value};
 
@@ -177,6 +178,24 @@ pub fn families(f: &ResolverFigures) -> Vec<Family> {
             labels: Vec::new(),
             value: Value::Float(f.upstream_rtt_us as f64 / 1e6),
         }],
+    });
+    out.push(Family {
+        name: "bulwark_resolver_validations_total",
+        help: "Resolutions DNSSEC validation judged, by verdict (RFC 4033 §5): secure, \
+               insecure, bogus, or indeterminate (the chain could not be walked).",
+        kind: Counter,
+        samples: [
+            ("secure", e.secure),
+            ("insecure", e.insecure),
+            ("bogus", e.bogus),
+            ("indeterminate", e.indeterminate),
+        ]
+        .iter()
+        .map(|(verdict, v)| Sample {
+            labels: vec![("verdict", (*verdict).to_string())],
+            value: Value::Int(*v),
+        })
+        .collect(),
     });
     out.push(Family {
         name: "bulwark_resolver_servfail_total",

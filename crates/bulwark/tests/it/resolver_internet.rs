@@ -323,7 +323,7 @@ fn start_bulwark(net: &SimInternet, dir: &Path) -> (ChildGuard, SocketAddr) {
     // The servers are on 127.0.0.0/8, which a resolver refuses to ask by
     // default: query_localhost lets it.
     let conf = format!(
-        "[server]\nlisten = [\"{BULWARK_ADDR}\"]\n\n[resolver]\nroot_hints = [{}]\n\
+        "[server]\nlisten = [\"{BULWARK_ADDR}\"]\n\n[resolver]\nroot_hints = [{}]\ndnssec_validation = false\n\
          allow_recursion = [\"127.0.0.0/8\"]\nquery_localhost = true\n",
         hints.join(", ")
     );

@@ -60,7 +60,7 @@ fn resolver(dir: &Path, upstream: SocketAddr, extra: &str, args: &[&str]) -> Res
             "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n[control]\nsocket = \"{}\"\n\n\
              [prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
              [[zone]]\norigin = \"local.test.\"\nfile = \"local.zone\"\n\n\
-             [resolver]\nroot_hints = [\"{upstream}\"]\n{extra}\n\n\
+             [resolver]\nroot_hints = [\"{upstream}\"]\ndnssec_validation = false\n{extra}\n\n\
              [[resolver.forward]]\nzone = \"upstream.test.\"\naddresses = [\"{upstream}\"]\n",
             socket.display()
         ),

@@ -106,7 +106,7 @@ fn in_namespace(test: impl FnOnce() + Send) {
 /// bulwark resolving from [`ROOT`] for anyone, on [`BULWARK`], answering.
 fn start_bulwark(dir: &Path) -> (ChildGuard, SocketAddr) {
     let conf = format!(
-        "[server]\nlisten = [\"{BULWARK}\"]\n\n[resolver]\nroot_hints = [\"{ROOT}\"]\n\
+        "[server]\nlisten = [\"{BULWARK}\"]\n\n[resolver]\nroot_hints = [\"{ROOT}\"]\ndnssec_validation = false\n\
          allow_recursion = [\"0.0.0.0/0\"]\n"
     );
     let path = dir.join("bulwark.toml");

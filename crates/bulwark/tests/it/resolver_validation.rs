@@ -12,7 +12,9 @@
 //! AD for data and for denials, none for denials under opt-out (RFC 5155
 //! §9.2). A zone whose anchor matches none of its keys is SERVFAIL with
 //! Extended DNS Error 9 (DNSKEY Missing), while its data still goes to a
-//! client that set CD (RFC 4035 §3.2.2), without AD. delv, validating for
+//! client that set CD (RFC 4035 §3.2.2), without AD. The same verdicts come
+//! when the zones are reached through forwarding (RD set) instead of
+//! iterating. delv, validating for
 //! itself through bulwark's resolver, gets the signatures and proofs it
 //! needs.
 
@@ -30,13 +32,23 @@ use crate::support::{self, require_tool, temp_dir, ChildGuard, EdnsSpec, QuerySp
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// bulwark as a validating resolver with `anchors`, `zones` stubbed to
-/// `upstream`.
+/// How the resolver reaches the zones' server.
+#[derive(Clone, Copy, Debug)]
+enum Reach {
+    /// As a stub zone's authoritative server, iterating (RD clear).
+    Stub,
+    /// As a forwarder (RD set): validation must not care.
+    Forward,
+}
+
+/// bulwark as a validating resolver with `anchors`, `zones` reached at
+/// `upstream` as `reach` says.
 fn start_resolver(
     dir: &Path,
     anchors: &[String],
     zones: &[&str],
     upstream: SocketAddr,
+    reach: Reach,
 ) -> (ChildGuard, SocketAddr) {
     let quoted: Vec<String> = anchors.iter().map(|a| format!("\"{a}\"")).collect();
     let mut config = format!(
@@ -45,9 +57,13 @@ fn start_resolver(
          dnssec_validation = true\ntrust_anchors = [{}]\n\n",
         quoted.join(", ")
     );
+    let table = match reach {
+        Reach::Stub => "resolver.stub",
+        Reach::Forward => "resolver.forward",
+    };
     for zone in zones {
         config.push_str(&format!(
-            "[[resolver.stub]]\nzone = \"{zone}\"\naddresses = [\"{upstream}\"]\n\n"
+            "[[{table}]]\nzone = \"{zone}\"\naddresses = [\"{upstream}\"]\n\n"
         ));
     }
     let path = dir.join("resolver.toml");
@@ -132,10 +148,27 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
         anchors.push(ds.trim().to_owned());
     }
     let zones: Vec<&str> = CASES.iter().map(|c| c.zone).collect();
+    let forward_dir = temp_dir("resolver-validation-forward-");
+    let (forwarding, forwarder) = start_resolver(
+        forward_dir.path(),
+        &anchors,
+        &zones,
+        auth.addr,
+        Reach::Forward,
+    );
     let resolver_dir = temp_dir("resolver-validation-good-");
-    let (process, resolver) = start_resolver(resolver_dir.path(), &anchors, &zones, auth.addr);
+    let (process, resolver) = start_resolver(
+        resolver_dir.path(),
+        &anchors,
+        &zones,
+        auth.addr,
+        Reach::Stub,
+    );
 
-    for case in &CASES {
+    for (case, (process, resolver)) in CASES
+        .iter()
+        .flat_map(|c| [(c, (&process, resolver)), (c, (&forwarding, forwarder))])
+    {
         let name = |label: &str| format!("{label}{}", case.zone);
         let check = |qname: &str, qtype: RecordType, rcode: &str, answers: bool, ad: bool| {
             let v = resolve(resolver, qname, qtype, false);
@@ -250,6 +283,7 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
         );
     }
     drop(process);
+    drop(forwarding);
 
     // One anchor replaced by a stranger's DS: that zone is bogus.
     let bad_zone = "p256.test.";
@@ -277,7 +311,8 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
         })
         .collect();
     let bad_dir = temp_dir("resolver-validation-bad-");
-    let (process, resolver) = start_resolver(bad_dir.path(), &anchors, &zones, auth.addr);
+    let (process, resolver) =
+        start_resolver(bad_dir.path(), &anchors, &zones, auth.addr, Reach::Stub);
     let qname = format!("www.{bad_zone}");
     for _ in 0..2 {
         // Once resolved, once from the cache's bogus entry.
