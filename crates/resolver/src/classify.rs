@@ -51,6 +51,9 @@ pub enum Kind {
         chain: Vec<RrSet>,
         target: Box<Name>,
         authoritative: bool,
+        /// For a signed chain: the NSEC and NSEC3 records that prove its
+        /// wildcard expansions.
+        proof: Vec<RrSet>,
     },
     /// A delegation to `zone`, below the zone asked: its NS set and the glue
     /// within the bailiwick.
@@ -245,10 +248,16 @@ pub fn classify(asked: Asked<'_>, view: &MessageView<'_>) -> Kind {
         }
     }
     if !chain.is_empty() {
+        let proof = if chain.iter().any(|s| !s.sigs.is_empty()) {
+            denial_records(msg, view, &believed)
+        } else {
+            Vec::new()
+        };
         return Kind::Cname {
             chain,
             target: Box::new(name),
             authoritative,
+            proof,
         };
     }
     // Seen before the bailiwick filter: an NS set above the zone asked is

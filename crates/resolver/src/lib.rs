@@ -37,6 +37,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod aggressive;
 pub mod cache;
 pub mod classify;
 pub mod config;

@@ -102,6 +102,9 @@ pub(crate) struct Task {
     pub answered_by: Vec<(IpAddr, Name)>,
     /// Times bogus data sent the task to other servers.
     pub bogus_retries: u8,
+    /// The NSEC/NSEC3 records proving the wildcard expansions of `chain`,
+    /// for the answer's authority section.
+    pub proofs: Vec<RrSet>,
 }
 
 impl Task {
@@ -142,6 +145,7 @@ impl Task {
             fetched: Vec::new(),
             answered_by: Vec::new(),
             bogus_retries: 0,
+            proofs: Vec::new(),
         }
     }
 
@@ -236,11 +240,18 @@ impl Resolver {
             // cache's part: the whole answer is, before a client has it.
             if !task.chain.is_empty() && self.cache.arriving() == Security::Unchecked {
                 r.security = Security::Unchecked;
+                add_proofs(&mut r.authority, task.proofs.clone());
             }
             let mut answer = task.chain.clone();
             answer.append(&mut r.answer);
             r.answer = answer;
             return Step::Done(r);
+        }
+        // What secure NSEC spans and wildcards already answer (RFC 8198).
+        if use_cache && self.config.validation.is_some() {
+            if let Some(step) = self.answer_from_spans(task, now) {
+                return step;
+            }
         }
         // Part of the way is held (a CNAME, a DNAME above the name): go on
         // from where it leads.
@@ -327,6 +338,33 @@ impl Resolver {
             cookie_retry: false,
         };
         self.send(task, server, query, Transport::Udp, now)
+    }
+
+    /// The answer secure NSEC spans give the task's current name (RFC
+    /// 8198): a denial or a wildcard's data ends it; a wildcard's CNAME is
+    /// followed.
+    fn answer_from_spans(&mut self, task: &mut Task, now: Millis) -> Option<Step> {
+        let mut r = self.aggressive.answer(&task.current, task.qtype, now)?;
+        self.stats.aggressive_answers = self.stats.aggressive_answers.saturating_add(1);
+        let cname = r
+            .answer
+            .first()
+            .filter(|s| s.rtype == Rtype::CNAME && task.qtype != Rtype::CNAME)
+            .cloned();
+        if let Some(cname) = cname {
+            let target = cname.target_names().into_iter().next()?;
+            add_proofs(&mut task.proofs, std::mem::take(&mut r.authority));
+            return Some(self.follow_chain(task, vec![cname], target, None, now));
+        }
+        if !task.chain.is_empty() {
+            // The links followed to get here are judged with it.
+            let mut answer = task.chain.clone();
+            answer.append(&mut r.answer);
+            r.answer = answer;
+            add_proofs(&mut r.authority, task.proofs.clone());
+            r.security = Security::Unchecked;
+        }
+        Some(Step::Done(r))
     }
 
     /// The closest zone cut known for the task's current name: a forward
@@ -924,13 +962,15 @@ impl Resolver {
                 answer.extend(chain);
                 answer.push(data);
                 let mut r = Resolution::answer(answer);
-                r.authority = proof;
+                r.authority = task.proofs.clone();
+                add_proofs(&mut r.authority, proof);
                 Step::Done(r.security(self.cache.arriving()))
             }
             Kind::Cname {
                 chain,
                 target,
                 authoritative,
+                proof,
             } => {
                 if minimised {
                     task.qmin_off = true;
@@ -942,6 +982,7 @@ impl Resolver {
                 } else {
                     Trust::NonAuthAnswer
                 };
+                add_proofs(&mut task.proofs, proof);
                 self.follow_chain(task, chain, *target, Some(trust), now)
             }
             Kind::Referral {
@@ -1103,6 +1144,18 @@ impl Resolver {
         task.qmin_labels = None;
         task.looked_up.clear();
         Step::Continue
+    }
+}
+
+/// Adds `new` to `proofs`, each NSEC or NSEC3 set once.
+fn add_proofs(proofs: &mut Vec<RrSet>, new: Vec<RrSet>) {
+    for set in new {
+        if !proofs
+            .iter()
+            .any(|p| p.rtype == set.rtype && p.owner == set.owner)
+        {
+            proofs.push(set);
+        }
     }
 }
 

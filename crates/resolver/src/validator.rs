@@ -181,6 +181,9 @@ impl Resolver {
                     for (name, rtype, security, ttl) in &verdict.marks {
                         self.cache.judge(name, *rtype, *security, *ttl, now);
                     }
+                    if verdict.security == Security::Secure {
+                        self.learn_spans(&r, now);
+                    }
                     self.count_verdict(verdict.security);
                     r.security = verdict.security;
                     if let Some(why) = verdict.why {
@@ -208,6 +211,23 @@ impl Resolver {
         };
         r.ede = Some((ede::DNSSEC_BOGUS, "the chain of trust is too long".into()));
         Step::Done(r)
+    }
+
+    /// Keeps what a secure resolution teaches the aggressive cache (RFC
+    /// 8198): a denial's NSEC spans and SOA, a wildcard expansion's RRset
+    /// under the wildcard's own name with the spans that proved it.
+    fn learn_spans(&mut self, r: &Resolution, now: Millis) {
+        if let Some(soa) = r.authority.iter().find(|s| s.rtype == Rtype::SOA) {
+            self.aggressive.learn(&soa.owner, &r.authority, now);
+        }
+        for set in &r.answer {
+            let Some(sig) = set.rrsigs().into_iter().next() else {
+                continue;
+            };
+            if self.aggressive.learn_wildcard(set, sig.labels, now) {
+                self.aggressive.learn(&sig.signer, &r.authority, now);
+            }
+        }
     }
 
     /// Bogus data may be one server's fault (a stale or broken secondary,
@@ -257,6 +277,7 @@ impl Resolver {
         task.bogus_retries = task.bogus_retries.saturating_add(1);
         task.answered_by.clear();
         task.chain.clear();
+        task.proofs.clear();
         task.current = task.qname.clone();
         task.cut = None;
         task.tried.clear();

@@ -142,6 +142,11 @@ pub fn families(f: &ResolverFigures) -> Vec<Family> {
             e.prefetches,
         ),
         (
+            "bulwark_resolver_aggressive_answers_total",
+            "NXDOMAIN, NODATA and wildcard answers made from validated NSEC records (RFC 8198).",
+            e.aggressive_answers,
+        ),
+        (
             "bulwark_resolver_stale_answers_total",
             "Answers served from expired data (RFC 8767 serve-stale).",
             e.stale_served,

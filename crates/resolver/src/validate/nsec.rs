@@ -38,7 +38,7 @@ pub fn covers(r: &NsecRecord, name: &Name) -> bool {
 
 /// Whether `r`, at an ancestor of `name`, is one that cannot speak for it:
 /// a delegation seen from the parent (NS without SOA) or a DNAME.
-fn blocks_below(r: &NsecRecord, name: &Name) -> bool {
+pub(crate) fn blocks_below(r: &NsecRecord, name: &Name) -> bool {
     let t = &r.nsec.types;
     name.is_below(&r.owner)
         && (t.contains(Rtype::DNAME) || (t.contains(Rtype::NS) && !t.contains(Rtype::SOA)))
@@ -204,7 +204,7 @@ pub fn ds_denial(name: &Name, records: &[NsecRecord]) -> Result<DsDenial, Bogus>
 /// The closest encloser a covering NSEC shows for `qname`: the longest
 /// ancestor of `qname` that the owner or the next name is at or below
 /// (both exist, so their ancestors do).
-fn closest_encloser(qname: &Name, r: &NsecRecord) -> Name {
+pub(crate) fn closest_encloser(qname: &Name, r: &NsecRecord) -> Name {
     let mut at = qname.parent();
     while let Some(a) = at {
         if r.owner.ends_with(&a) || r.nsec.next.ends_with(&a) {
@@ -216,7 +216,7 @@ fn closest_encloser(qname: &Name, r: &NsecRecord) -> Name {
 }
 
 /// `*.` and `name`.
-fn wildcard_at(name: &Name) -> Option<Name> {
+pub(crate) fn wildcard_at(name: &Name) -> Option<Name> {
     let mut wire = vec![1u8, b'*'];
     wire.extend_from_slice(name.as_wire());
     Name::from_wire(&wire).ok()
