@@ -259,6 +259,9 @@ pub fn config(s: &ResolverSettings, control: &Path) -> String {
         let _ = writeln!(c, "dnssec_validation = false");
     } else {
         let _ = writeln!(c, "dnssec_validation = true");
+        // Deckard's own configuration turns Unbound's off: the scenarios
+        // script no `_ta-` query.
+        let _ = writeln!(c, "key_tag_signaling = false");
         let _ = writeln!(
             c,
             "trust_anchors = {}",
@@ -309,7 +312,7 @@ mod tests {
              [resolver]\nroot_hints = [\"2001:dc3::35\"]\nqname_minimisation = true\n\
              forward = [{ zone = \".\", addresses = [\"192.0.2.1\"] }]\n\
              allow_recursion = [\"0.0.0.0/0\", \"::/0\"]\nquery_localhost = false\n\
-             dnssec_validation = true\ntrust_anchors = [\". IN DS 20326 8 2 E06D44B8\"]\n\
+             dnssec_validation = true\nkey_tag_signaling = false\ntrust_anchors = [\". IN DS 20326 8 2 E06D44B8\"]\n\
              negative_trust_anchors = [\"mx-ns.mx.\"]\n"
         );
     }

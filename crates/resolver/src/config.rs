@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bulwark_proto::Name;
 
-use crate::validate::{TrustAnchor, WorkLimits};
+use crate::validate::{AnchorData, TrustAnchor, WorkLimits};
 
 /// How the resolver works.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,9 @@ pub struct ValidationConfig {
     pub bogus_ttl: u32,
     /// What one validation may cost (KeyTrap, CVE-2023-50387/50868).
     pub work: WorkLimits,
+    /// RFC 8145 §5: tell the root's operators which root keys this
+    /// resolver trusts (a `_ta-XXXX` query) when it fetches the root's keys.
+    pub key_tag_signaling: bool,
 }
 
 impl Default for ValidationConfig {
@@ -76,6 +79,7 @@ impl Default for ValidationConfig {
             negative_anchors: Vec::new(),
             bogus_ttl: 60,
             work: WorkLimits::default(),
+            key_tag_signaling: true,
         }
     }
 }
@@ -89,6 +93,25 @@ impl ValidationConfig {
             .map(|a| &a.owner)
             .filter(|o| name.ends_with(o))
             .max_by_key(|o| o.label_count())
+    }
+
+    /// The key tags of the root's trust anchors (RFC 8509 §3.1, RFC 8145
+    /// §5), sorted, each once.
+    pub fn root_key_tags(&self) -> Vec<u16> {
+        let mut tags: Vec<u16> = self
+            .anchors
+            .iter()
+            .filter(|a| a.owner.is_root())
+            .map(|a| match &a.data {
+                AnchorData::Ds(ds) => ds.key_tag,
+                AnchorData::Dnskey(key) => {
+                    bulwark_dnssec::key_tag(&bulwark_proto::Rdata::Dnskey(key.clone()).to_wire())
+                }
+            })
+            .collect();
+        tags.sort_unstable();
+        tags.dedup();
+        tags
     }
 
     /// Whether a negative trust anchor covers `name`.

@@ -177,7 +177,17 @@ impl Resolver {
                 Ok(verdict) if self.retry_elsewhere(task, &verdict, now) => {
                     return Step::Continue;
                 }
-                Ok(verdict) => {
+                Ok(mut verdict) => {
+                    if verdict.security == Security::Secure && self.sentinel_fails(task) {
+                        // RFC 8509 §3.2: SERVFAIL, which the cache keeps.
+                        let why =
+                            Bogus::new(ede::OTHER, "root key sentinel: not this trust anchor");
+                        verdict.security = Security::Bogus { ede: why.ede };
+                        verdict.why = Some(why);
+                        for mark in &mut verdict.marks {
+                            mark.2 = verdict.security;
+                        }
+                    }
                     for (name, rtype, security, ttl) in &verdict.marks {
                         self.cache.judge(name, *rtype, *security, *ttl, now);
                     }
@@ -300,6 +310,75 @@ impl Resolver {
             return known_elsewhere || names.len() > 1;
         }
         zone.is_root() && self.config.root_hints.iter().any(|a| a.ip() != ip)
+    }
+
+    /// RFC 8509 §3.2: a secure A or AAAA answer for a name whose first label
+    /// is `root-key-sentinel-is-ta-NNNNN` when NNNNN is no root trust
+    /// anchor's key tag, or `root-key-sentinel-not-ta-NNNNN` when it is
+    /// one, is SERVFAIL: so anyone can see which root keys a resolver
+    /// trusts (before a KSK roll, say).
+    fn sentinel_fails(&self, task: &Task) -> bool {
+        if !matches!(task.qtype, Rtype::A | Rtype::AAAA) {
+            return false;
+        }
+        let Some(label) = task.qname.labels().next() else {
+            return false;
+        };
+        let label = label.to_ascii_lowercase();
+        let (is_ta, digits) = if let Some(d) = label.strip_prefix(b"root-key-sentinel-is-ta-") {
+            (true, d)
+        } else if let Some(d) = label.strip_prefix(b"root-key-sentinel-not-ta-") {
+            (false, d)
+        } else {
+            return false;
+        };
+        // Five decimal digits, zero-padded (RFC 8509 §2).
+        if digits.len() != 5 || !digits.iter().all(u8::is_ascii_digit) {
+            return false;
+        }
+        let Some(tag) = std::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| d.parse::<u16>().ok())
+        else {
+            return false;
+        };
+        let trusted = self
+            .config
+            .validation
+            .as_ref()
+            .is_some_and(|v| v.root_key_tags().contains(&tag));
+        trusted != is_ta
+    }
+
+    /// RFC 8145 §5: once the root's keys are trusted anew, a `_ta-XXXX`
+    /// query (type NULL) to the root says which root keys this resolver
+    /// has as trust anchors; nothing waits for its answer.
+    fn signal_key_tags(&mut self, now: Millis) {
+        let Some(v) = self
+            .config
+            .validation
+            .as_ref()
+            .filter(|v| v.key_tag_signaling)
+        else {
+            return;
+        };
+        let tags = v.root_key_tags();
+        if tags.is_empty() {
+            return;
+        }
+        let label: Vec<String> = tags.iter().map(|t| format!("{t:04x}")).collect();
+        let Ok(name) = format!("_ta-{}.", label.join("-")).parse::<Name>() else {
+            return;
+        };
+        if self.by_question.contains_key(&(name.clone(), Rtype::NULL)) {
+            return;
+        }
+        let budget = self.new_budget();
+        let id = self.new_task(name, Rtype::NULL, budget, 0, Vec::new(), now);
+        if let Some(t) = self.tasks.get_mut(&id) {
+            t.refresh = true;
+        }
+        self.ready.push_back(id);
     }
 
     fn count_verdict(&mut self, security: Security) {
@@ -562,7 +641,11 @@ impl Resolver {
         };
         let bogus_ttl = v.bogus_ttl;
         let (trust, ttl) = if zone == anchor {
-            self.trust_from_anchor(task, &zone, now, budget)?
+            let found = self.trust_from_anchor(task, &zone, now, budget)?;
+            if zone.is_root() && matches!(found.0, ZoneTrust::Secure(_)) {
+                self.signal_key_tags(now);
+            }
+            found
         } else {
             if self.insecure_above(&zone, now) {
                 return Ok(ZoneTrust::Insecure);

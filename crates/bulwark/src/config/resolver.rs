@@ -65,6 +65,8 @@ pub struct ResolverSection {
     pub negative_trust_anchors: Option<Vec<Spanned<String>>>,
     /// How long a bogus answer is kept.
     pub bogus_ttl: Option<u32>,
+    /// RFC 8145 key tag signalling to the root.
+    pub key_tag_signaling: Option<bool>,
 }
 
 /// `[[resolver.stub]]`: a zone whose authoritative servers are given.
@@ -219,6 +221,7 @@ fn build_validation(
         anchors,
         negative_anchors,
         bogus_ttl: s.bogus_ttl.unwrap_or(defaults.bogus_ttl),
+        key_tag_signaling: s.key_tag_signaling.unwrap_or(defaults.key_tag_signaling),
         ..defaults
     })
 }

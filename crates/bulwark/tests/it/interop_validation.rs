@@ -31,7 +31,9 @@ fn zone_text(serial: u32) -> String {
         "$TTL 300\n@ IN SOA ns1 hostmaster {serial} 3600 900 604800 300\n  NS ns1\n  MX 10 mail\n\
          ns1 A 192.0.2.1\nwww A 192.0.2.80\n    AAAA 2001:db8::80\nmail A 192.0.2.25\n\
          *.wild TXT \"wildcard\"\nx.y.ent TXT \"below two empty non-terminals\"\nalias CNAME www\n\
-         sub NS ns.sub\nns.sub A 192.0.2.53\n"
+         sub NS ns.sub\nns.sub A 192.0.2.53\n\
+         root-key-sentinel-is-ta-20326 A 192.0.2.9\nroot-key-sentinel-not-ta-20326 A 192.0.2.9\n\
+         root-key-sentinel-is-ta-11111 A 192.0.2.9\nroot-key-sentinel-not-ta-11111 A 192.0.2.9\n"
     )
 }
 

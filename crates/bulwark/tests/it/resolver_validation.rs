@@ -12,7 +12,9 @@
 //! AD for data and for denials, none for denials under opt-out (RFC 5155
 //! §9.2). A zone whose anchor matches none of its keys is SERVFAIL with
 //! Extended DNS Error 9 (DNSKEY Missing), while its data still goes to a
-//! client that set CD (RFC 4035 §3.2.2), without AD. The same verdicts come
+//! client that set CD (RFC 4035 §3.2.2), without AD. The root KSK sentinel
+//! names (RFC 8509) answer or fail by the root anchor's key tag. The same
+//! verdicts come
 //! when the zones are reached through forwarding (RD set) instead of
 //! iterating. delv, validating for
 //! itself through bulwark's resolver, gets the signatures and proofs it
@@ -32,6 +34,10 @@ use crate::support::{self, require_tool, temp_dir, ChildGuard, EdnsSpec, QuerySp
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// IANA's KSK-2017, key tag 20326.
+const ROOT_KSK_2017: &str =
+    ". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D";
+
 /// How the resolver reaches the zones' server.
 #[derive(Clone, Copy, Debug)]
 enum Reach {
@@ -50,7 +56,13 @@ fn start_resolver(
     upstream: SocketAddr,
     reach: Reach,
 ) -> (ChildGuard, SocketAddr) {
-    let quoted: Vec<String> = anchors.iter().map(|a| format!("\"{a}\"")).collect();
+    // The root's KSK-2017 as an anchor too, for the sentinel (RFC 8509):
+    // the zones below have anchors of their own, which are closer.
+    let quoted: Vec<String> = anchors
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .chain([format!("\"{ROOT_KSK_2017}\"")])
+        .collect();
     let mut config = format!(
         "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
          [resolver]\nroot_hints = [\"127.0.0.1:9\"]\nquery_localhost = true\n\
@@ -212,7 +224,43 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
             false,
             secure_denial,
         );
+        // RFC 8509: the sentinel names say which root key is an anchor.
+        check(
+            &name("root-key-sentinel-is-ta-20326."),
+            RecordType::A,
+            "NOERROR",
+            true,
+            true,
+        );
+        check(
+            &name("root-key-sentinel-not-ta-20326."),
+            RecordType::A,
+            "SERVFAIL",
+            false,
+            false,
+        );
+        check(
+            &name("root-key-sentinel-is-ta-11111."),
+            RecordType::A,
+            "SERVFAIL",
+            false,
+            false,
+        );
+        check(
+            &name("root-key-sentinel-not-ta-11111."),
+            RecordType::A,
+            "NOERROR",
+            true,
+            true,
+        );
         // Asked again, the cache answers with the same verdict.
+        check(
+            &name("root-key-sentinel-not-ta-20326."),
+            RecordType::A,
+            "SERVFAIL",
+            false,
+            false,
+        );
         check(&name("www."), RecordType::A, "NOERROR", true, true);
         check(
             &name("nope."),
