@@ -35,6 +35,8 @@ pub trait ControlPlane: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>>;
     /// The resolver's cache; `None` when recursion is off.
     fn resolver_cache(&self) -> Option<&bulwark_resolver::Cache>;
+    /// The server's time (the test clock's when there is one), Unix ms.
+    fn now_ms(&self) -> u64;
     /// Moves the clock `seconds` forward and returns the new Unix time;
     /// refused unless the server was started with a test clock.
     fn advance_test_clock(&self, seconds: u64) -> Result<u64, String>;
@@ -250,6 +252,27 @@ const COMMANDS: &[CommandSpec] = &[
         run: Run::Now(|plane, args| cache_flush(plane, Flush::Zone(args))),
     },
     CommandSpec {
+        words: &["nta", "add"],
+        usage: "ZONE [SECONDS]",
+        min_args: 1,
+        max_args: 2,
+        run: Run::Now(nta_add),
+    },
+    CommandSpec {
+        words: &["nta", "remove"],
+        usage: "ZONE",
+        min_args: 1,
+        max_args: 1,
+        run: Run::Now(nta_remove),
+    },
+    CommandSpec {
+        words: &["nta", "list"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(nta_list),
+    },
+    CommandSpec {
         words: &["test-clock", "advance"],
         usage: "SECONDS",
         min_args: 1,
@@ -302,6 +325,83 @@ fn cache_flush(plane: &dyn ControlPlane, what: Flush<'_>) -> Reply {
         },
     };
     Reply::ok(vec![format!("flushed {removed} entries")])
+}
+
+/// How long a negative trust anchor set at run time lasts unless told
+/// (BIND's `nta-lifetime`), and the longest it may (RFC 7646 §5: a week).
+const NTA_LIFETIME_SECS: u64 = 3600;
+const NTA_MAX_LIFETIME_SECS: u64 = 7 * 86_400;
+
+/// `nta add ZONE [SECONDS]`: stop validating ZONE (RFC 7646) for SECONDS
+/// (an hour unless given, a week at most), and forget what the cache
+/// judged of it.
+fn nta_add(plane: &dyn ControlPlane, args: &[String]) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    let zone = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(z) => z,
+        Err(r) => return r,
+    };
+    let seconds = match args.get(1) {
+        None => NTA_LIFETIME_SECS,
+        Some(text) => match text.parse::<u64>() {
+            Ok(s) if (1..=NTA_MAX_LIFETIME_SECS).contains(&s) => s,
+            _ => {
+                return Reply::error(format!(
+                "`{text}` is not a lifetime: give seconds, 1 to {NTA_MAX_LIFETIME_SECS} (a week)"
+            ))
+            }
+        },
+    };
+    let now = plane.now_ms();
+    let until = now.saturating_add(seconds.saturating_mul(1000));
+    if !cache.negative_anchors().add(&zone, Some(until), now) {
+        return Reply::error(format!(
+            "too many negative trust anchors (at most {})",
+            bulwark_resolver::negative_anchors::MAX_NEGATIVE_ANCHORS
+        ));
+    }
+    let flushed = cache.flush_zone(&zone);
+    Reply::ok(vec![format!(
+        "{zone} not validated for {seconds} s (flushed {flushed} entries)"
+    )])
+}
+
+/// `nta remove ZONE`: validate ZONE again.
+fn nta_remove(plane: &dyn ControlPlane, args: &[String]) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    let zone = match parse_zone(args.first().map_or("", String::as_str)) {
+        Ok(z) => z,
+        Err(r) => return r,
+    };
+    if !cache.negative_anchors().remove(&zone) {
+        return Reply::error(format!("{zone} is no negative trust anchor"));
+    }
+    let flushed = cache.flush_zone(&zone);
+    Reply::ok(vec![format!(
+        "{zone} validated again (flushed {flushed} entries)"
+    )])
+}
+
+/// `nta list`: the negative trust anchors, and the seconds each has left.
+fn nta_list(plane: &dyn ControlPlane, _: &[String]) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    let now = plane.now_ms();
+    let lines = cache
+        .negative_anchors()
+        .list(now)
+        .into_iter()
+        .map(|(zone, until)| match until {
+            Some(end) => format!("{zone} {}", end.saturating_sub(now) / 1000),
+            None => format!("{zone} configured"),
+        })
+        .collect();
+    Reply::ok(lines)
 }
 
 /// `test-clock advance SECONDS` (hidden from `ctl --help`).

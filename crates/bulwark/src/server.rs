@@ -228,6 +228,10 @@ impl ControlPlane for App {
         self.recursion.as_ref().map(|r| &**r.cache())
     }
 
+    fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
     fn advance_test_clock(&self, seconds: u64) -> Result<u64, String> {
         if !self.test_clock {
             return Err(

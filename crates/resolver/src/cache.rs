@@ -34,6 +34,7 @@ use bulwark_proto::rdata::Rdata;
 use bulwark_proto::{Name, Rcode, Rtype};
 
 use crate::config::ResolverConfig;
+use crate::negative_anchors::NegativeAnchors;
 use crate::packed::{PackedSet, ALLOCATION_OVERHEAD};
 use crate::response::{Resolution, Security};
 use crate::rrset::RrSet;
@@ -284,6 +285,8 @@ pub struct Cache {
     arriving: Security,
     /// The longest a bogus answer is kept (RFC 4035 §4.7).
     bogus_ttl: u32,
+    /// Zones not validated (RFC 7646), shared with the control socket.
+    negative_anchors: NegativeAnchors,
     /// Picks the shard. foldhash, seeded at random per process: several
     /// times faster than SipHash on short keys, and still not a function
     /// an attacker can aim names at without knowing the seed.
@@ -318,6 +321,12 @@ impl Cache {
                 Security::Insecure
             },
             bogus_ttl: config.validation.as_ref().map_or(60, |v| v.bogus_ttl),
+            negative_anchors: NegativeAnchors::new(
+                config
+                    .validation
+                    .as_ref()
+                    .map_or(&[][..], |v| &v.negative_anchors),
+            ),
             hasher: foldhash::fast::RandomState::default(),
             generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -325,6 +334,11 @@ impl Cache {
             evictions: AtomicU64::new(0),
             inserts: AtomicU64::new(0),
         }
+    }
+
+    /// The negative trust anchors (RFC 7646) the engine honours.
+    pub fn negative_anchors(&self) -> &NegativeAnchors {
+        &self.negative_anchors
     }
 
     /// What data the servers gave is until validated.

@@ -59,7 +59,9 @@ pub struct ValidationConfig {
     /// operator's. Names with no anchor at or above them are insecure.
     pub anchors: Vec<TrustAnchor>,
     /// Negative trust anchors (RFC 7646): zones below which nothing is
-    /// validated (a zone known broken, until its operator mends it).
+    /// validated (a zone known broken, until its operator mends it); the
+    /// cache holds them with those set at run time
+    /// ([`crate::Cache::negative_anchors`]).
     pub negative_anchors: Vec<Name>,
     /// The longest a bogus answer is kept (RFC 4035 §4.7: so a broken
     /// zone is not asked again for every client; Unbound's
@@ -112,11 +114,6 @@ impl ValidationConfig {
         tags.sort_unstable();
         tags.dedup();
         tags
-    }
-
-    /// Whether a negative trust anchor covers `name`.
-    pub fn negative_anchor_covers(&self, name: &Name) -> bool {
-        self.negative_anchors.iter().any(|z| name.ends_with(z))
     }
 }
 

@@ -265,7 +265,8 @@ impl Resolver {
             }
             return Some(r);
         }
-        if self.config.validation.is_some() {
+        if self.config.validation.is_some() && !self.cache.negative_anchors().covers(&q.qname, now)
+        {
             // A wildcard's CNAME made for the name is for a task to follow.
             let whole = |r: &Resolution| {
                 q.qtype == Rtype::CNAME || r.answer.iter().all(|s| s.rtype != Rtype::CNAME)

@@ -43,6 +43,7 @@ pub mod classify;
 pub mod config;
 pub mod engine;
 pub mod infra;
+pub mod negative_anchors;
 pub mod packed;
 pub mod response;
 pub mod rrset;

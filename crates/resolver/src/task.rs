@@ -248,7 +248,10 @@ impl Resolver {
             return Step::Done(r);
         }
         // What secure NSEC spans and wildcards already answer (RFC 8198).
-        if use_cache && self.config.validation.is_some() {
+        if use_cache
+            && self.config.validation.is_some()
+            && !self.cache.negative_anchors().covers(&task.current, now)
+        {
             if let Some(step) = self.answer_from_spans(task, now) {
                 return step;
             }

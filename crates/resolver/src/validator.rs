@@ -618,6 +618,11 @@ impl Resolver {
         depth: u8,
     ) -> Eval<ZoneTrust> {
         let zone = zone.to_lowercase();
+        // Before anything known of the zone: an anchor set at run time
+        // applies at once.
+        if self.cache.negative_anchors().covers(&zone, now) {
+            return Ok(ZoneTrust::Insecure);
+        }
         if let Some(e) = self.keys.get(&zone).filter(|e| e.expires > now) {
             if matches!(e.trust, ZoneTrust::Bogus(_)) {
                 self.bogus_zones.push(zone.clone());
@@ -633,9 +638,6 @@ impl Resolver {
         let Some(v) = self.config.validation.as_ref() else {
             return Ok(ZoneTrust::Insecure);
         };
-        if v.negative_anchor_covers(&zone) {
-            return Ok(ZoneTrust::Insecure);
-        }
         let Some(anchor) = v.anchor_for(&zone).cloned() else {
             return Ok(ZoneTrust::Insecure);
         };

@@ -177,6 +177,10 @@ pub enum CtlCommand {
     /// The resolver's cache.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Negative trust anchors (RFC 7646): zones the resolver does not
+    /// validate for a while, because their operators broke them.
+    #[command(subcommand)]
+    Nta(NtaCommand),
     /// Test only: move the clock of a server started with `--test-clock`.
     #[command(subcommand, hide = true)]
     TestClock(TestClockCommand),
@@ -196,6 +200,25 @@ pub enum CacheCommand {
         #[arg(long, value_name = "ZONE")]
         zone: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum NtaCommand {
+    /// Stop validating a zone (and everything below it) for a while; what
+    /// the cache holds of it is forgotten.
+    Add {
+        /// The zone, e.g. `broken.example.`.
+        zone: String,
+        /// How long, in seconds (an hour unless given, a week at most).
+        seconds: Option<u64>,
+    },
+    /// Validate a zone again.
+    Remove {
+        /// The zone.
+        zone: String,
+    },
+    /// The negative trust anchors and the seconds each has left.
+    List,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -253,6 +276,12 @@ impl CtlCommand {
                 (None, Some(z)) => format!("cache flush zone {z}"),
                 (None, None) => "cache flush".to_string(),
             },
+            CtlCommand::Nta(NtaCommand::Add { zone, seconds }) => match seconds {
+                Some(s) => format!("nta add {zone} {s}"),
+                None => format!("nta add {zone}"),
+            },
+            CtlCommand::Nta(NtaCommand::Remove { zone }) => format!("nta remove {zone}"),
+            CtlCommand::Nta(NtaCommand::List) => "nta list".to_string(),
             CtlCommand::TestClock(TestClockCommand::Advance { seconds }) => {
                 format!("test-clock advance {seconds}")
             }

@@ -12,7 +12,9 @@
 //! AD for data and for denials, none for denials under opt-out (RFC 5155
 //! §9.2). A zone whose anchor matches none of its keys is SERVFAIL with
 //! Extended DNS Error 9 (DNSKEY Missing), while its data still goes to a
-//! client that set CD (RFC 4035 §3.2.2), without AD. The root KSK sentinel
+//! client that set CD (RFC 4035 §3.2.2), without AD, and a negative trust
+//! anchor set with `bulwark ctl nta add` makes it answer, insecure, until
+//! removed. The root KSK sentinel
 //! names (RFC 8509) answer or fail by the root anchor's key tag. The same
 //! verdicts come
 //! when the zones are reached through forwarding (RD set) instead of
@@ -65,8 +67,10 @@ fn start_resolver(
         .collect();
     let mut config = format!(
         "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
+         [control]\nsocket = \"{}\"\n\n\
          [resolver]\nroot_hints = [\"127.0.0.1:9\"]\nquery_localhost = true\n\
          dnssec_validation = true\ntrust_anchors = [{}]\n\n",
+        dir.join("control.sock").display(),
         quoted.join(", ")
     );
     let table = match reach {
@@ -115,6 +119,22 @@ fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdic
         answers: a.answer.len(),
         ede: ede(&raw),
     }
+}
+
+/// `bulwark ctl` on `socket`, its output (stdout and stderr).
+fn ctl(socket: &Path, words: &[&str]) -> String {
+    let out = Command::new(support::bulwark_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words)
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// The Extended DNS Error info code of a response, if any.
@@ -377,4 +397,31 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
         v.rcode == "NOERROR" && v.ad,
         "the other zones still validate"
     );
+
+    // A negative trust anchor (RFC 7646) set at run time: the broken zone
+    // answers, insecure, until the anchor goes.
+    let socket = bad_dir.path().join("control.sock");
+    let out = ctl(&socket, &["nta", "add", bad_zone, "600"]);
+    assert!(
+        out.contains(&format!("{bad_zone} not validated for 600 s")),
+        "{out}"
+    );
+    assert!(ctl(&socket, &["nta", "list"]).contains(bad_zone));
+    let v = resolve(resolver, &qname, RecordType::A, false);
+    assert_eq!(
+        (v.rcode.as_str(), v.ad),
+        ("NOERROR", false),
+        "under the NTA"
+    );
+    assert!(v.answers > 0);
+    let v = resolve(resolver, "www.ed25519.test.", RecordType::A, false);
+    assert!(v.ad, "other zones are still validated");
+    let out = ctl(&socket, &["nta", "remove", bad_zone]);
+    assert!(out.contains("validated again"), "{out}");
+    let v = resolve(resolver, &qname, RecordType::A, false);
+    assert_eq!(
+        v.rcode, "SERVFAIL",
+        "validated again once the anchor is gone"
+    );
+    drop(process);
 }
