@@ -38,6 +38,7 @@ mod repl_pipeline;
 mod repl_primary;
 mod repl_secondary;
 mod repl_update;
+mod resolver_bogus_matrix;
 mod resolver_internet;
 mod resolver_ops;
 mod resolver_own_scenarios;
