@@ -35,6 +35,9 @@ pub trait ControlPlane: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = (bool, Vec<String>)> + Send>>;
     /// The resolver's cache; `None` when recursion is off.
     fn resolver_cache(&self) -> Option<&bulwark_resolver::Cache>;
+    /// The managed trust anchors' keys (RFC 5011); `None` without a
+    /// resolver.
+    fn trust_anchors(&self) -> Option<Vec<String>>;
     /// The server's time (the test clock's when there is one), Unix ms.
     fn now_ms(&self) -> u64;
     /// Moves the clock `seconds` forward and returns the new Unix time;
@@ -250,6 +253,16 @@ const COMMANDS: &[CommandSpec] = &[
         min_args: 1,
         max_args: 1,
         run: Run::Now(|plane, args| cache_flush(plane, Flush::Zone(args))),
+    },
+    CommandSpec {
+        words: &["anchors"],
+        usage: "",
+        min_args: 0,
+        max_args: 0,
+        run: Run::Now(|plane, _| match plane.trust_anchors() {
+            Some(lines) => Reply::ok(lines),
+            None => no_resolver(),
+        }),
     },
     CommandSpec {
         words: &["nta", "add"],

@@ -228,6 +228,10 @@ impl ControlPlane for App {
         self.recursion.as_ref().map(|r| &**r.cache())
     }
 
+    fn trust_anchors(&self) -> Option<Vec<String>> {
+        self.recursion.as_ref().map(|r| r.trust_anchor_report())
+    }
+
     fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
@@ -447,7 +451,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let app = Arc::new(App {
         source,
         listen: settings.listen.clone(),
-        zones: Arc::new(Zones::new(store)),
+        zones: Arc::new(Zones::new(store.clone())),
         keyring: Arc::new(ArcSwap::new(Arc::clone(&settings.keyring))),
         shutdown: shutdown.clone(),
         udp: Mutex::new(None),
@@ -476,6 +480,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     clock.clone(),
                     tap,
                     rrl.clone(),
+                    store.clone(),
                     &shutdown,
                 )?)
             }

@@ -96,25 +96,6 @@ impl ValidationConfig {
             .filter(|o| name.ends_with(o))
             .max_by_key(|o| o.label_count())
     }
-
-    /// The key tags of the root's trust anchors (RFC 8509 §3.1, RFC 8145
-    /// §5), sorted, each once.
-    pub fn root_key_tags(&self) -> Vec<u16> {
-        let mut tags: Vec<u16> = self
-            .anchors
-            .iter()
-            .filter(|a| a.owner.is_root())
-            .map(|a| match &a.data {
-                AnchorData::Ds(ds) => ds.key_tag,
-                AnchorData::Dnskey(key) => {
-                    bulwark_dnssec::key_tag(&bulwark_proto::Rdata::Dnskey(key.clone()).to_wire())
-                }
-            })
-            .collect();
-        tags.sort_unstable();
-        tags.dedup();
-        tags
-    }
 }
 
 /// A zone forwarded to other resolvers (RD set, no iteration).
@@ -260,4 +241,21 @@ impl ResolverConfig {
             .filter(|f| name.ends_with(&f.zone))
             .max_by_key(|f| f.zone.label_count())
     }
+}
+
+/// The key tags of `anchors` (RFC 8509 §3.1, RFC 8145 §5), sorted, each
+/// once.
+pub fn key_tags(anchors: &[TrustAnchor]) -> Vec<u16> {
+    let mut tags: Vec<u16> = anchors
+        .iter()
+        .map(|a| match &a.data {
+            AnchorData::Ds(ds) => ds.key_tag,
+            AnchorData::Dnskey(key) => {
+                bulwark_dnssec::key_tag(&bulwark_proto::Rdata::Dnskey(key.clone()).to_wire())
+            }
+        })
+        .collect();
+    tags.sort_unstable();
+    tags.dedup();
+    tags
 }

@@ -170,6 +170,8 @@ pub struct Resolver {
     pub(crate) bogus_zones: Vec<Name>,
     /// Secure denials' NSEC spans, answering what they cover (RFC 8198).
     pub(crate) aggressive: crate::aggressive::Aggressive,
+    /// The trust anchors RFC 5011 keeps up to date.
+    pub(crate) managed: Vec<crate::anchor_upkeep::Managed>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -191,7 +193,13 @@ impl Resolver {
         for chunk in cookie_secret.chunks_mut(4) {
             chunk.copy_from_slice(&random.next_u32().to_be_bytes());
         }
+        let managed = config
+            .validation
+            .as_ref()
+            .map(|v| crate::anchor_upkeep::managed_from(&v.anchors))
+            .unwrap_or_default();
         Resolver {
+            managed,
             config,
             cache,
             infra: Infra::new(),
@@ -396,6 +404,7 @@ impl Resolver {
         for id in stale {
             self.answer_stale(id, now);
         }
+        self.refresh_anchors(now);
         self.run(now);
     }
 
@@ -451,17 +460,23 @@ impl Resolver {
     /// tasks that ended are dropped on the way; what remains is at most one
     /// deadline and one serve-stale timer per task in flight.
     pub fn poll_timeout(&mut self) -> Option<Millis> {
+        let mut next = None;
         while let Some(&Reverse((at, id))) = self.timers.peek() {
             let live = self
                 .tasks
                 .get(&id)
                 .is_some_and(|t| t.deadline == at || t.stale_at == Some(at));
             if live {
-                return Some(at);
+                next = Some(at);
+                break;
             }
             self.timers.pop();
         }
-        None
+        // A managed trust anchor's keys are due to be fetched again.
+        match (next, self.next_anchor_refresh()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Tasks being worked on, for metrics.

@@ -38,6 +38,7 @@
 )]
 
 mod aggressive;
+mod anchor_upkeep;
 pub mod cache;
 pub mod classify;
 pub mod config;

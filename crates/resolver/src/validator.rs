@@ -342,11 +342,7 @@ impl Resolver {
         else {
             return false;
         };
-        let trusted = self
-            .config
-            .validation
-            .as_ref()
-            .is_some_and(|v| v.root_key_tags().contains(&tag));
+        let trusted = crate::config::key_tags(&self.anchors_of(&Name::root())).contains(&tag);
         trusted != is_ta
     }
 
@@ -354,15 +350,15 @@ impl Resolver {
     /// query (type NULL) to the root says which root keys this resolver
     /// has as trust anchors; nothing waits for its answer.
     fn signal_key_tags(&mut self, now: Millis) {
-        let Some(v) = self
+        if !self
             .config
             .validation
             .as_ref()
-            .filter(|v| v.key_tag_signaling)
-        else {
+            .is_some_and(|v| v.key_tag_signaling)
+        {
             return;
-        };
-        let tags = v.root_key_tags();
+        }
+        let tags = crate::config::key_tags(&self.anchors_of(&Name::root()));
         if tags.is_empty() {
             return;
         }
@@ -691,16 +687,18 @@ impl Resolver {
                 "no DNSKEY set for the trust anchor's zone",
             ));
         };
-        let anchors = self
-            .config
-            .validation
-            .as_ref()
-            .map(|v| v.anchors.clone())
-            .unwrap_or_default();
+        let anchors = self.anchors_of(zone);
         let sigs = dnskey.rrsigs();
         Ok(
             match trust_by_anchors(zone, &dnskey, &sigs, &anchors, sig_time(now), budget) {
-                Ok(keys) => from_keys(keys, dnskey.ttl),
+                Ok(keys) => {
+                    // RFC 5011: a managed zone's secure key set is what its
+                    // anchors are kept up to date from.
+                    if matches!(keys, ZoneKeys::Secure { .. }) {
+                        self.saw_anchor_keys(zone, &dnskey, now, budget);
+                    }
+                    from_keys(keys, dnskey.ttl)
+                }
                 Err(b) => (ZoneTrust::Bogus(b), 0),
             },
         )

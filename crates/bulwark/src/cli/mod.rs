@@ -177,6 +177,8 @@ pub enum CtlCommand {
     /// The resolver's cache.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// The managed trust anchors' keys and their RFC 5011 states.
+    Anchors,
     /// Negative trust anchors (RFC 7646): zones the resolver does not
     /// validate for a while, because their operators broke them.
     #[command(subcommand)]
@@ -276,6 +278,7 @@ impl CtlCommand {
                 (None, Some(z)) => format!("cache flush zone {z}"),
                 (None, None) => "cache flush".to_string(),
             },
+            CtlCommand::Anchors => "anchors".to_string(),
             CtlCommand::Nta(NtaCommand::Add { zone, seconds }) => match seconds {
                 Some(s) => format!("nta add {zone} {s}"),
                 None => format!("nta add {zone}"),

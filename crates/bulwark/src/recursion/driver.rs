@@ -18,6 +18,7 @@ use bulwark_resolver::{
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::anchor_store::AnchorStore;
 use super::{reply, Job, RecursionCounters, Replies, Work};
 use crate::clock::CoarseClock;
 use crate::tap::{ResolverTap, Upstream};
@@ -47,8 +48,10 @@ struct Logged {
     sent: bulwark_dnstap::Timestamp,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run(
     mut engine: Resolver,
+    anchors: AnchorStore,
     mut jobs: mpsc::Receiver<Work>,
     clock: CoarseClock,
     mut tap: Option<ResolverTap>,
@@ -86,6 +89,11 @@ pub(super) async fn run(
         }
         if let Ok(mut g) = counters.engine.lock() {
             *g = engine.stats();
+        }
+        if anchors.save(&mut engine) {
+            if let Ok(mut report) = counters.anchors.lock() {
+                *report = engine.trust_anchor_report();
+            }
         }
         // The engine's deadlines are on its clock, which a test may move:
         // the wait is worked out again after every event.

@@ -11,6 +11,7 @@
 //! The engine is pure; the clock it reads is the server's [`CoarseClock`],
 //! which a scenario test may start in the past and move forward.
 
+mod anchor_store;
 mod driver;
 mod random;
 
@@ -65,6 +66,8 @@ pub struct RecursionCounters {
     pub discarded: AtomicU64,
     /// The engine's own counters, copied by the driver as they change.
     pub engine: std::sync::Mutex<bulwark_resolver::engine::ResolverStats>,
+    /// The managed trust anchors' keys, as `ctl anchors` shows them.
+    pub anchors: std::sync::Mutex<Vec<String>>,
     /// SERVFAIL answers, by why (index of [`FAILURE_REASONS`]).
     pub servfail: [AtomicU64; FAILURE_REASONS.len()],
     /// Queries sent to servers, and how many brought no usable answer.
@@ -164,19 +167,26 @@ impl Recursion {
         clock: CoarseClock,
         tap: Option<ResolverTap>,
         rrl: Option<Arc<Rrl>>,
+        store: Option<Arc<bulwark_store::Store>>,
         shutdown: &Shutdown,
     ) -> anyhow::Result<Recursion> {
         let cache = Arc::new(Cache::new(&settings.engine));
         let (jobs, queue) = mpsc::channel(JOB_QUEUE);
         let counters = Arc::new(RecursionCounters::default());
         let random = random::OsRandom::new()?;
-        let engine = bulwark_resolver::Resolver::new(
+        let mut engine = bulwark_resolver::Resolver::new(
             settings.engine.clone(),
             Arc::clone(&cache),
             Box::new(random),
         );
+        let anchors = anchor_store::AnchorStore::new(store);
+        anchors.restore(&mut engine);
+        if let Ok(mut report) = counters.anchors.lock() {
+            *report = engine.trust_anchor_report();
+        }
         tokio::spawn(driver::run(
             engine,
+            anchors,
             queue,
             clock.clone(),
             tap,
@@ -215,6 +225,15 @@ impl Recursion {
 
     pub fn cache(&self) -> &Arc<Cache> {
         &self.cache
+    }
+
+    /// The managed trust anchors' keys and their RFC 5011 states.
+    pub fn trust_anchor_report(&self) -> Vec<String> {
+        self.counters
+            .anchors
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// The figures metrics show.

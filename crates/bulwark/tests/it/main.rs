@@ -43,6 +43,7 @@ mod resolver_internet;
 mod resolver_ops;
 mod resolver_own_scenarios;
 mod resolver_poisoning;
+mod resolver_rfc5011;
 mod resolver_scenarios;
 mod resolver_validation;
 mod server_config;

@@ -17,6 +17,7 @@ pub mod budget;
 pub mod ds;
 pub mod nsec;
 pub mod nsec3;
+pub mod rfc5011;
 pub mod rrset;
 pub mod zone_keys;
 
