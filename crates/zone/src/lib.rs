@@ -1,5 +1,6 @@
 //! Zone files and zone data: the master-file parser and printer, the in-memory
-//! `Zone` shaped for answering, the `ZoneSet` of all zones, and load-time checks.
+//! `Zone` shaped for answering, the `ZoneSet` of all zones, and load-time checks;
+//! also the tokenizer for BIND's named.conf syntax that key and anchor files share.
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
@@ -12,6 +13,7 @@
     clippy::cast_possible_truncation
 )]
 
+pub mod bind_conf;
 pub mod build;
 pub mod check;
 pub mod diagnostic;

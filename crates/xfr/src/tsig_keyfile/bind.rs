@@ -1,197 +1,74 @@
 //! BIND's `key` statements, as `tsig-keygen` writes them and named.conf
 //! includes them: `key "name" { algorithm hmac-sha256; secret "…"; };`.
 
+use std::borrow::Cow;
+
+use bulwark_zone::bind_conf::{
+    self, unescape, BindConfError, BindConfErrorKind, Pos, Token, TokenKind,
+};
+
 use crate::tsig::TsigKey;
 
 use super::{algorithm_at, err, name_at, push_unique, secret_at, KeyFileError, KeyFileErrorKind};
 
-/// A token of BIND's configuration syntax, with where it starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Token {
-    kind: TokenKind,
-    line: usize,
-    column: usize,
+/// A line and column as key-file errors give them.
+fn at(pos: Pos) -> (usize, usize) {
+    let widen = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+    (widen(pos.line), widen(pos.column))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TokenKind {
-    Word(String),
-    Quoted(String),
-    Open,
-    Close,
-    Semicolon,
-}
-
-impl TokenKind {
-    /// The text of a word or string.
-    fn text(&self) -> Option<&str> {
-        match self {
-            TokenKind::Word(s) | TokenKind::Quoted(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-/// Splits BIND configuration text into tokens, dropping comments.
-fn bind_tokens(text: &str) -> Result<Vec<Token>, KeyFileError> {
-    let mut tokens = Vec::new();
-    let mut chars = text.chars().peekable();
-    let (mut line, mut column) = (1usize, 1usize);
-    // Advances one character, keeping line and column.
-    let step = |c: char, line: &mut usize, column: &mut usize| {
-        if c == '\n' {
-            *line = line.saturating_add(1);
-            *column = 1;
-        } else {
-            *column = column.saturating_add(1);
-        }
+/// The tokenizer's error as a key-file error.
+fn lexical_error(e: BindConfError) -> KeyFileError {
+    let (line, column) = at(e.pos);
+    let kind = match e.kind {
+        BindConfErrorKind::UnterminatedComment => KeyFileErrorKind::UnterminatedComment,
+        _ => KeyFileErrorKind::UnterminatedString,
     };
-    while let Some(&c) = chars.peek() {
-        let (at_line, at_column) = (line, column);
-        if c.is_whitespace() {
-            chars.next();
-            step(c, &mut line, &mut column);
-            continue;
-        }
-        let single = match c {
-            '{' => Some(TokenKind::Open),
-            '}' => Some(TokenKind::Close),
-            ';' => Some(TokenKind::Semicolon),
-            _ => None,
-        };
-        if let Some(kind) = single {
-            chars.next();
-            step(c, &mut line, &mut column);
-            tokens.push(Token {
-                kind,
-                line: at_line,
-                column: at_column,
-            });
-            continue;
-        }
-        if c == '#' || (c == '/' && text_ahead(&chars, "//")) {
-            while let Some(&n) = chars.peek() {
-                if n == '\n' {
-                    break;
-                }
-                chars.next();
-                step(n, &mut line, &mut column);
-            }
-            continue;
-        }
-        if c == '/' && text_ahead(&chars, "/*") {
-            chars.next();
-            chars.next();
-            column = column.saturating_add(2);
-            let mut closed = false;
-            while let Some(n) = chars.next() {
-                step(n, &mut line, &mut column);
-                if n == '*' && chars.peek() == Some(&'/') {
-                    chars.next();
-                    step('/', &mut line, &mut column);
-                    closed = true;
-                    break;
-                }
-            }
-            if !closed {
-                return err(at_line, at_column, KeyFileErrorKind::UnterminatedComment);
-            }
-            continue;
-        }
-        if c == '"' {
-            chars.next();
-            step(c, &mut line, &mut column);
-            let mut s = String::new();
-            let mut closed = false;
-            while let Some(n) = chars.next() {
-                step(n, &mut line, &mut column);
-                match n {
-                    '"' => {
-                        closed = true;
-                        break;
-                    }
-                    // BIND: a backslash takes the next character literally.
-                    '\\' => {
-                        if let Some(e) = chars.next() {
-                            step(e, &mut line, &mut column);
-                            s.push(e);
-                        }
-                    }
-                    _ => s.push(n),
-                }
-            }
-            if !closed {
-                return err(at_line, at_column, KeyFileErrorKind::UnterminatedString);
-            }
-            tokens.push(Token {
-                kind: TokenKind::Quoted(s),
-                line: at_line,
-                column: at_column,
-            });
-            continue;
-        }
-        let mut word = String::new();
-        while let Some(&n) = chars.peek() {
-            if n.is_whitespace() || matches!(n, '{' | '}' | ';' | '"' | '#') {
-                break;
-            }
-            if n == '/' && (text_ahead(&chars, "//") || text_ahead(&chars, "/*")) {
-                break;
-            }
-            chars.next();
-            step(n, &mut line, &mut column);
-            word.push(n);
-        }
-        tokens.push(Token {
-            kind: TokenKind::Word(word),
-            line: at_line,
-            column: at_column,
-        });
-    }
-    Ok(tokens)
-}
-
-/// Whether the characters ahead start with `s`.
-fn text_ahead(chars: &core::iter::Peekable<core::str::Chars<'_>>, s: &str) -> bool {
-    chars.clone().take(s.len()).eq(s.chars())
+    KeyFileError { line, column, kind }
 }
 
 /// A cursor over BIND tokens that knows where the text ended.
-struct BindParser {
-    tokens: std::vec::IntoIter<Token>,
+struct BindParser<'a> {
+    tokens: std::vec::IntoIter<Token<'a>>,
     end: (usize, usize),
 }
 
-impl BindParser {
-    fn next(&mut self, expected: &'static str) -> Result<Token, KeyFileError> {
+impl<'a> BindParser<'a> {
+    fn next(&mut self, expected: &'static str) -> Result<Token<'a>, KeyFileError> {
         match self.tokens.next() {
             Some(t) => Ok(t),
             None => err(self.end.0, self.end.1, KeyFileErrorKind::Expected(expected)),
         }
     }
 
-    fn expect(&mut self, kind: &TokenKind, expected: &'static str) -> Result<(), KeyFileError> {
+    fn expect(&mut self, kind: &TokenKind<'_>, expected: &'static str) -> Result<(), KeyFileError> {
         let t = self.next(expected)?;
         if t.kind == *kind {
             Ok(())
         } else {
-            err(t.line, t.column, KeyFileErrorKind::Expected(expected))
+            let (line, column) = at(t.pos);
+            err(line, column, KeyFileErrorKind::Expected(expected))
         }
     }
 
-    /// A word or quoted string.
-    fn text(&mut self, expected: &'static str) -> Result<(String, usize, usize), KeyFileError> {
+    /// A word, or a quoted string with its escapes taken literally.
+    fn text(
+        &mut self,
+        expected: &'static str,
+    ) -> Result<(Cow<'a, str>, usize, usize), KeyFileError> {
         let t = self.next(expected)?;
-        match t.kind.text() {
-            Some(s) => Ok((s.to_owned(), t.line, t.column)),
-            None => err(t.line, t.column, KeyFileErrorKind::Expected(expected)),
+        let (line, column) = at(t.pos);
+        match t.kind {
+            TokenKind::Word(s) => Ok((Cow::Borrowed(s), line, column)),
+            TokenKind::Quoted(s) => Ok((unescape(s), line, column)),
+            _ => err(line, column, KeyFileErrorKind::Expected(expected)),
         }
     }
 }
 
 /// Reads the `key` statements of a BIND configuration fragment.
 pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
-    let tokens = bind_tokens(text)?;
+    let tokens = bind_conf::tokens(text).map_err(lexical_error)?;
     let end_line = text.lines().count().max(1);
     let end_column = text
         .lines()
@@ -203,8 +80,9 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
     };
     let mut keys = Vec::new();
     while let Some(t) = p.tokens.next() {
-        if t.kind != TokenKind::Word("key".to_owned()) {
-            return err(t.line, t.column, KeyFileErrorKind::Expected("`key`"));
+        let (key_line, key_column) = at(t.pos);
+        if t.kind != TokenKind::Word("key") {
+            return err(key_line, key_column, KeyFileErrorKind::Expected("`key`"));
         }
         let (name_text, name_line, name_column) = p.text("a key name")?;
         let name = name_at(&name_text, name_line, name_column)?;
@@ -213,13 +91,14 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
         let mut secret = None;
         loop {
             let clause = p.next("`algorithm`, `secret` or `}`")?;
-            let field = match &clause.kind {
+            let (clause_line, clause_column) = at(clause.pos);
+            let field = match clause.kind {
                 TokenKind::Close => break,
-                TokenKind::Word(w) => w.as_str(),
+                TokenKind::Word(w) => w,
                 _ => {
                     return err(
-                        clause.line,
-                        clause.column,
+                        clause_line,
+                        clause_column,
                         KeyFileErrorKind::Expected("`algorithm`, `secret` or `}`"),
                     )
                 }
@@ -229,8 +108,8 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
                     let (text, line, column) = p.text("an algorithm name")?;
                     if algorithm.is_some() {
                         return err(
-                            clause.line,
-                            clause.column,
+                            clause_line,
+                            clause_column,
                             KeyFileErrorKind::Duplicate("algorithm"),
                         );
                     }
@@ -240,8 +119,8 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
                     let (text, line, column) = p.text("a base64 secret")?;
                     if secret.is_some() {
                         return err(
-                            clause.line,
-                            clause.column,
+                            clause_line,
+                            clause_column,
                             KeyFileErrorKind::Duplicate("secret"),
                         );
                     }
@@ -249,8 +128,8 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
                 }
                 other => {
                     return err(
-                        clause.line,
-                        clause.column,
+                        clause_line,
+                        clause_column,
                         KeyFileErrorKind::UnknownOption(other.to_owned()),
                     )
                 }
@@ -260,23 +139,23 @@ pub fn parse_bind_keys(text: &str) -> Result<Vec<TsigKey>, KeyFileError> {
         p.expect(&TokenKind::Semicolon, "`;` after `}`")?;
         let Some(algorithm) = algorithm else {
             return err(
-                t.line,
-                t.column,
+                key_line,
+                key_column,
                 KeyFileErrorKind::MissingAlgorithm(name.to_string()),
             );
         };
         let Some(secret) = secret else {
             return err(
-                t.line,
-                t.column,
+                key_line,
+                key_column,
                 KeyFileErrorKind::MissingSecret(name.to_string()),
             );
         };
         push_unique(
             &mut keys,
             TsigKey::new(name, algorithm, secret),
-            t.line,
-            t.column,
+            key_line,
+            key_column,
         )?;
     }
     if keys.is_empty() {
