@@ -10,7 +10,11 @@
 //! of the SOA's TTL, its MINIMUM and the NSEC's). A name the span covers
 //! is only denied if the wildcard its closest encloser would have is
 //! covered too; a wildcard known to exist answers a NODATA for a type its
-//! NSEC lacks (RFC 8198 §5.3). NSEC3 spans are not used here yet.
+//! NSEC lacks (RFC 8198 §5.3). NSEC3 spans are used the same way, over
+//! hashed names with the closest-encloser proof (RFC 5155 §8.3), except
+//! under an opt-out span (a name there may be an unsigned delegation) or
+//! past 150 iterations (RFC 9276, as validation itself); the hashes one
+//! lookup computes are bounded.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,10 +24,15 @@ use bulwark_proto::{Name, Rcode, Rtype};
 use crate::response::{Resolution, Security};
 use crate::rrset::RrSet;
 use crate::validate::nsec::{blocks_below, closest_encloser, covers, wildcard_at, NsecRecord};
+use crate::validate::nsec3::{Nsec3Record, MAX_ITERATIONS};
 use crate::Millis;
+use bulwark_crypto::nsec3_hash;
 
 /// NSEC records kept at most, over every zone: past it, all go.
 const MAX_RECORDS: usize = 200_000;
+/// NSEC3 hashes one lookup may compute (the name, its ancestors down to
+/// the closest encloser, the wildcard): CVE-2023-50868's lesson.
+const MAX_HASHES: u32 = 16;
 
 /// One zone's secure denials.
 #[derive(Debug, Default)]
@@ -33,6 +42,8 @@ struct ZoneSpans {
     /// NSEC records by owner, in canonical order (RFC 4034 §6.1): the
     /// RRset as received (signatures kept, for DO clients), and until when.
     nsec: BTreeMap<Name, (RrSet, NsecRecord, Millis)>,
+    /// NSEC3 records by hash, in hash order, likewise.
+    nsec3: BTreeMap<Vec<u8>, (RrSet, Nsec3Record, Millis)>,
 }
 
 /// The spans of every zone learned from.
@@ -51,7 +62,7 @@ impl Aggressive {
     pub(crate) fn learn(&mut self, zone: &Name, authority: &[RrSet], now: Millis) {
         let nsecs: Vec<&RrSet> = authority
             .iter()
-            .filter(|s| s.rtype == Rtype::NSEC && s.owner.ends_with(zone))
+            .filter(|s| matches!(s.rtype, Rtype::NSEC | Rtype::NSEC3) && s.owner.ends_with(zone))
             .collect();
         if nsecs.is_empty() {
             return;
@@ -71,6 +82,20 @@ impl Aggressive {
         }
         for set in nsecs {
             let owner = set.owner.to_lowercase();
+            if let Some(Rdata::Nsec3(n3)) = set.typed().next() {
+                let Some(record) = Nsec3Record::new(&owner, n3) else {
+                    continue;
+                };
+                let hash = record.hash.clone();
+                if spans
+                    .nsec3
+                    .insert(hash, (set.clone(), record, until(set.ttl)))
+                    .is_none()
+                {
+                    self.records = self.records.saturating_add(1);
+                }
+                continue;
+            }
             let Some(Rdata::Nsec(nsec)) = set.typed().next() else {
                 continue;
             };
@@ -125,6 +150,9 @@ impl Aggressive {
         let (zone, spans) = self.zone_of(&qname)?;
         // A denial needs the SOA; a wildcard's data does not.
         let soa = spans.soa.as_ref().filter(|(_, until)| *until > now);
+        if spans.nsec.is_empty() {
+            return self.answer_hashed(zone, spans, &qname, qtype, now);
+        }
         let fresh = |owner: &Name| spans.nsec.get(owner).filter(|(_, _, until)| *until > now);
         // The NSEC before the name (or at it), in canonical order; the
         // zone's last NSEC, whose next name wraps to the apex, covers what
@@ -161,6 +189,9 @@ impl Aggressive {
         }
         let encloser = closest_encloser(&qname, cover);
         let wildcard = wildcard_at(&encloser)?;
+        if let Some(rtype) = self.held_wildcard(&wildcard, qtype, now) {
+            return self.expand(&wildcard, rtype, &qname, cover_set, *cover_until, now);
+        }
         if let Some((wild_set, wild, wild_until)) = fresh(&wildcard) {
             // The wildcard exists: it answers, unless it lacks the type
             // (a wildcard NODATA, RFC 4035 §3.1.3.4).
@@ -192,6 +223,136 @@ impl Aggressive {
             proof.push(wild_set);
         }
         Some(negative(Rcode::NXDOMAIN, soa, &proof, until, now))
+    }
+
+    /// The answer NSEC3 spans give (RFC 5155 §8.3–8.7 over what is held):
+    /// NODATA from the record matching the name; NXDOMAIN from a closest
+    /// encloser, the next closer name covered and the wildcard covered; a
+    /// wildcard's data or NODATA when the wildcard's record matches.
+    fn answer_hashed(
+        &self,
+        zone: &Name,
+        spans: &ZoneSpans,
+        qname: &Name,
+        qtype: Rtype,
+        now: Millis,
+    ) -> Option<Resolution> {
+        let (_, first, _) = spans.nsec3.values().next()?;
+        let (salt, iterations) = (first.nsec3.salt.clone(), first.nsec3.iterations);
+        if iterations > MAX_ITERATIONS || !qname.ends_with(zone) {
+            return None;
+        }
+        let soa = spans.soa.as_ref().filter(|(_, until)| *until > now);
+        let mut hashes = 0u32;
+        let mut hash = |name: &Name| -> Option<Vec<u8>> {
+            hashes = hashes.saturating_add(1);
+            (hashes <= MAX_HASHES).then(|| nsec3_hash(name.as_wire(), &salt, iterations).to_vec())
+        };
+        let fresh = |h: &[u8]| spans.nsec3.get(h).filter(|(_, _, until)| *until > now);
+        // The record whose span holds `h`: the last one before it in hash
+        // order, or the last of all (the chain wraps).
+        let covering = |h: &[u8]| {
+            spans
+                .nsec3
+                .range(..h.to_vec())
+                .next_back()
+                .or_else(|| spans.nsec3.iter().next_back())
+                .map(|(_, e)| e)
+                .filter(|(_, r, until)| *until > now && r.covers(h))
+        };
+        let q = hash(qname)?;
+        // A wildcard whose data was seen secure answers a name its span
+        // hides: the next closer name below the wildcard's parent covered
+        // is the whole proof (RFC 5155 §8.8); an expansion's proof carries
+        // no record of the wildcard or its parent, so none is needed here.
+        if fresh(&q).is_none() {
+            let mut next_closer = qname.clone();
+            let mut at = qname.parent();
+            while let Some(parent) = at.filter(|p| p.ends_with(zone)) {
+                let held = wildcard_at(&parent)
+                    .and_then(|w| self.held_wildcard(&w, qtype, now).map(|t| (w, t)));
+                if let Some((wildcard, rtype)) = held {
+                    let nc = covering(&hash(&next_closer)?).filter(|nc| !nc.1.opt_out());
+                    if let Some(nc) = nc {
+                        return self.expand(&wildcard, rtype, qname, &nc.0, nc.2, now);
+                    }
+                }
+                next_closer = parent.clone();
+                at = parent.parent();
+            }
+        }
+        if let Some((set, record, until)) = fresh(&q) {
+            let t = &record.nsec3.types;
+            let parent_side = t.contains(Rtype::NS) && !t.contains(Rtype::SOA);
+            if t.contains(qtype) || t.contains(Rtype::CNAME) || (parent_side && qtype != Rtype::DS)
+            {
+                return None;
+            }
+            let (soa, soa_until) = soa?;
+            return Some(negative(
+                Rcode::NOERROR,
+                soa,
+                &[set],
+                (*until).min(*soa_until),
+                now,
+            ));
+        }
+        // The closest encloser: the longest ancestor whose hash a record
+        // matches; the next closer name, one label longer, must be covered.
+        let mut next_closer = qname.clone();
+        let mut at = qname.parent();
+        let (encloser, ce) = loop {
+            let candidate = at?;
+            if !candidate.ends_with(zone) {
+                return None;
+            }
+            if let Some(found) = fresh(&hash(&candidate)?) {
+                break (candidate, found);
+            }
+            next_closer = candidate.clone();
+            at = candidate.parent();
+        };
+        let t = &ce.1.nsec3.types;
+        if t.contains(Rtype::DNAME) || (t.contains(Rtype::NS) && !t.contains(Rtype::SOA)) {
+            return None;
+        }
+        let nc = covering(&hash(&next_closer)?)?;
+        if nc.1.opt_out() {
+            // An unsigned delegation may be there: not for this cache.
+            return None;
+        }
+        let wildcard = wildcard_at(&encloser)?;
+        let w = hash(&wildcard)?;
+        if let Some((wild_set, wild, wild_until)) = fresh(&w) {
+            let t = &wild.nsec3.types;
+            if t.contains(qtype) || t.contains(Rtype::CNAME) {
+                let rtype = if t.contains(qtype) {
+                    qtype
+                } else {
+                    Rtype::CNAME
+                };
+                return self.expand(&wildcard, rtype, qname, &nc.0, nc.2, now);
+            }
+            let (soa, soa_until) = soa?;
+            let until = nc.2.min(ce.2).min(*wild_until).min(*soa_until);
+            let proof = distinct(&[&ce.0, &nc.0, wild_set]);
+            return Some(negative(Rcode::NOERROR, soa, &proof, until, now));
+        }
+        let wc = covering(&w)?;
+        let (soa, soa_until) = soa?;
+        let until = nc.2.min(ce.2).min(wc.2).min(*soa_until);
+        let proof = distinct(&[&ce.0, &nc.0, &wc.0]);
+        Some(negative(Rcode::NXDOMAIN, soa, &proof, until, now))
+    }
+
+    /// The type of the held RRset of `wildcard` that answers `qtype`: the
+    /// type itself, or a CNAME.
+    fn held_wildcard(&self, wildcard: &Name, qtype: Rtype, now: Millis) -> Option<Rtype> {
+        [qtype, Rtype::CNAME].into_iter().find(|t| {
+            self.wildcards
+                .get(&(wildcard.clone(), *t))
+                .is_some_and(|(_, until)| *until > now)
+        })
     }
 
     /// The wildcard's `rtype` RRset made for `qname` (the signatures are
@@ -235,6 +396,17 @@ impl Aggressive {
     }
 }
 
+/// The sets, each once (one record may prove two things).
+fn distinct<'a>(sets: &[&'a RrSet]) -> Vec<&'a RrSet> {
+    let mut out: Vec<&RrSet> = Vec::new();
+    for s in sets {
+        if !out.iter().any(|o| o.owner == s.owner) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// A synthesised negative answer: the SOA, its TTL the lowest of the
 /// SOA's, its MINIMUM and the records' time left (RFC 8198 §5.4), then
 /// the proof.
@@ -255,7 +427,11 @@ fn negative(rcode: Rcode, soa: &RrSet, proof: &[&RrSet], until: Millis, now: Mil
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )]
     use super::*;
     use bulwark_proto::rdata::{Nsec, Soa, TypeBitmap};
 
@@ -323,6 +499,70 @@ mod tests {
         // Out of the zone, or once the records expire: nothing.
         assert!(a.answer(&name("b.other."), Rtype::A, 1000).is_none());
         assert!(a.answer(&name("b.example."), Rtype::A, 301_000).is_none());
+    }
+
+    /// An NSEC3 chain (no opt-out, no salt, no iterations) over `names`,
+    /// each with `types`, and the SOA: as a secure denial brings them.
+    fn nsec3_chain(names: &[(&str, &[Rtype])], flags: u8) -> Vec<RrSet> {
+        use bulwark_proto::encoding::base32hex_encode;
+        use bulwark_proto::rdata::Nsec3;
+        let mut hashed: Vec<(Vec<u8>, &[Rtype])> = names
+            .iter()
+            .map(|(n, t)| (nsec3_hash(name(n).as_wire(), &[], 0).to_vec(), *t))
+            .collect();
+        hashed.sort();
+        let mut sets = vec![soa()];
+        for (i, (h, types)) in hashed.iter().enumerate() {
+            let next = &hashed[(i + 1) % hashed.len()].0;
+            let owner = format!("{}.example.", base32hex_encode(h).to_lowercase());
+            let mut set = RrSet::new(name(&owner), Rtype::NSEC3, 300);
+            let data = Rdata::Nsec3(Nsec3 {
+                hash_algorithm: 1,
+                flags,
+                iterations: 0,
+                salt: Vec::new(),
+                next_hashed: next.clone(),
+                types: TypeBitmap::new(types.iter().copied()),
+            });
+            set.push(data.to_wire(), 300);
+            sets.push(set);
+        }
+        sets
+    }
+
+    #[test]
+    fn nsec3_spans_deny_what_they_prove_and_opt_out_spans_nothing() {
+        let zone: &[(&str, &[Rtype])] = &[
+            ("example.", &[Rtype::SOA, Rtype::NS]),
+            ("a.example.", &[Rtype::A]),
+            ("w.example.", &[]),
+            ("*.w.example.", &[Rtype::TXT]),
+        ];
+        let mut a = Aggressive::default();
+        a.learn(&name("example."), &nsec3_chain(zone, 0), 0);
+        let nx = a.answer(&name("b.example."), Rtype::A, 1000).unwrap();
+        assert_eq!(nx.rcode, Rcode::NXDOMAIN);
+        // The SOA and the closest encloser's, the next closer's and the
+        // wildcard's records (some may be one and the same).
+        assert!((2..=4).contains(&nx.authority.len()), "{:?}", nx.authority);
+        let nodata = a.answer(&name("a.example."), Rtype::AAAA, 1000).unwrap();
+        assert_eq!((nodata.rcode, nodata.answer.len()), (Rcode::NOERROR, 0));
+        assert!(a.answer(&name("a.example."), Rtype::A, 1000).is_none());
+        // Under *.w.example.: a TXT question is the wildcard's to answer,
+        // an A question a wildcard NODATA.
+        assert!(a.answer(&name("x.w.example."), Rtype::TXT, 1000).is_none());
+        let wild = a.answer(&name("x.w.example."), Rtype::A, 1000).unwrap();
+        assert_eq!((wild.rcode, wild.answer.len()), (Rcode::NOERROR, 0));
+
+        let mut opt_out = Aggressive::default();
+        opt_out.learn(&name("example."), &nsec3_chain(zone, 1), 0);
+        assert!(opt_out
+            .answer(&name("b.example."), Rtype::A, 1000)
+            .is_none());
+        // A name's own record still says what it lacks.
+        assert!(opt_out
+            .answer(&name("a.example."), Rtype::AAAA, 1000)
+            .is_some());
     }
 
     #[test]

@@ -119,6 +119,7 @@ const BULWARK_PASSES: &[&str] = &[
     "iter_validate_child_zone_noaddr",
     "iter_validate_extradata",
     "iter_validate_nsec_nxdomain",
+    "nsec3_aggr_cache",
     "nsec_aggr_cache",
     "nsec_name_error_response",
     "nsec_name_error_response-part2",

@@ -6,9 +6,12 @@
 //! `managed-keys` and `trusted-keys` statements. Mistakes are reported with
 //! the file, line and column.
 
+use std::borrow::Cow;
+
 use bulwark_proto::encoding::base64_decode;
 use bulwark_proto::rdata::{Dnskey, Ds};
 use bulwark_proto::{Name, Rdata};
+use bulwark_zone::bind_conf::{self, without_white_space, Token, TokenKind};
 use bulwark_zone::Diagnostic;
 
 /// One anchor.
@@ -63,7 +66,7 @@ pub fn root_anchors() -> Vec<TrustAnchor> {
 /// whichever form it is written.
 pub fn parse_anchors(text: &str, file: &str) -> Result<Vec<TrustAnchor>, Vec<Diagnostic>> {
     let anchors = if is_bind(text) {
-        let tokens = tokens(text, file).map_err(|d| vec![d])?;
+        let tokens = bind_conf::tokens(text).map_err(|e| vec![e.diagnostic(file)])?;
         bind_anchors(&tokens, file).map_err(|d| vec![d])?
     } else {
         zone_anchors(text, file)?
@@ -144,162 +147,33 @@ fn zone_anchors(text: &str, file: &str) -> Result<Vec<TrustAnchor>, Vec<Diagnost
     Ok(out)
 }
 
-/// A token of BIND's configuration syntax, with where it starts.
-#[derive(Debug, Clone)]
-struct Token {
-    text: String,
-    quoted: bool,
-    line: u32,
-    column: u32,
-}
-
-/// Splits BIND's syntax into tokens: words, quoted strings (their inner
-/// white space dropped, as base64 and hex may be broken over lines),
-/// braces and semicolons; `#`, `//` and `/* */` comments skipped.
-fn tokens(text: &str, file: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut out = Vec::new();
-    let (mut line, mut column) = (1u32, 1u32);
-    let mut chars = text.chars().peekable();
-    let advance = |c: char, line: &mut u32, column: &mut u32| {
-        if c == '\n' {
-            *line = line.saturating_add(1);
-            *column = 1;
-        } else {
-            *column = column.saturating_add(1);
-        }
-    };
-    while let Some(&c) = chars.peek() {
-        let (at_line, at_column) = (line, column);
-        if c.is_whitespace() {
-            chars.next();
-            advance(c, &mut line, &mut column);
-            continue;
-        }
-        if c == '#' {
-            while let Some(&c) = chars.peek() {
-                if c == '\n' {
-                    break;
-                }
-                chars.next();
-                advance(c, &mut line, &mut column);
-            }
-            continue;
-        }
-        if c == '/' {
-            chars.next();
-            advance(c, &mut line, &mut column);
-            match chars.peek().copied() {
-                Some('/') => {
-                    while let Some(&c) = chars.peek() {
-                        if c == '\n' {
-                            break;
-                        }
-                        chars.next();
-                        advance(c, &mut line, &mut column);
-                    }
-                }
-                Some('*') => {
-                    chars.next();
-                    advance('*', &mut line, &mut column);
-                    let mut star = false;
-                    loop {
-                        let Some(c) = chars.next() else {
-                            return Err(Diagnostic::new(
-                                file,
-                                at_line,
-                                at_column,
-                                "a comment that never ends",
-                            ));
-                        };
-                        advance(c, &mut line, &mut column);
-                        if star && c == '/' {
-                            break;
-                        }
-                        star = c == '*';
-                    }
-                }
-                _ => {
-                    return Err(Diagnostic::new(file, at_line, at_column, "a stray `/`"));
-                }
-            }
-            continue;
-        }
-        if c == '"' {
-            chars.next();
-            advance(c, &mut line, &mut column);
-            let mut s = String::new();
-            loop {
-                let Some(c) = chars.next() else {
-                    return Err(Diagnostic::new(
-                        file,
-                        at_line,
-                        at_column,
-                        "a quoted string that never ends",
-                    ));
-                };
-                advance(c, &mut line, &mut column);
-                if c == '"' {
-                    break;
-                }
-                if !c.is_whitespace() {
-                    s.push(c);
-                }
-            }
-            out.push(Token {
-                text: s,
-                quoted: true,
-                line: at_line,
-                column: at_column,
-            });
-            continue;
-        }
-        if matches!(c, '{' | '}' | ';') {
-            chars.next();
-            advance(c, &mut line, &mut column);
-            out.push(Token {
-                text: c.to_string(),
-                quoted: false,
-                line: at_line,
-                column: at_column,
-            });
-            continue;
-        }
-        let mut s = String::new();
-        while let Some(&c) = chars.peek() {
-            if c.is_whitespace() || matches!(c, '{' | '}' | ';' | '"') {
-                break;
-            }
-            s.push(c);
-            chars.next();
-            advance(c, &mut line, &mut column);
-        }
-        out.push(Token {
-            text: s,
-            quoted: false,
-            line: at_line,
-            column: at_column,
-        });
+/// A token's text as the anchor reader takes it: a quoted string with its
+/// white space dropped (base64 and hex may be broken over lines), anything
+/// else as written (`{`, `}` and `;` included).
+fn text<'a>(t: &Token<'a>) -> Cow<'a, str> {
+    match t.kind {
+        TokenKind::Quoted(raw) => without_white_space(raw),
+        kind => Cow::Borrowed(kind.text()),
     }
-    Ok(out)
 }
 
 /// BIND's statements: `trust-anchors { NAME static-key|initial-key FLAGS
 /// PROTOCOL ALGORITHM "KEY"; NAME static-ds|initial-ds TAG ALGORITHM
 /// DIGEST-TYPE "DIGEST"; };`, `managed-keys` (keys, `initial-key`) and the
 /// older `trusted-keys` (keys without a keyword).
-fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagnostic> {
+fn bind_anchors(tokens: &[Token<'_>], file: &str) -> Result<Vec<TrustAnchor>, Diagnostic> {
     let mut out = Vec::new();
     let mut i = 0usize;
     let at = |i: usize| tokens.get(i);
-    let err = |t: Option<&Token>, what: &str| match t {
+    let err = |t: Option<&Token<'_>>, what: &str| match t {
         Some(t) => Diagnostic::new(
             file,
-            t.line,
-            t.column,
-            format!("expected {what}, found `{}`", t.text),
+            t.pos.line,
+            t.pos.column,
+            format!("expected {what}, found `{}`", text(t)),
         ),
         None => {
-            let (line, column) = tokens.last().map_or((1, 1), |t| (t.line, t.column));
+            let (line, column) = tokens.last().map_or((1, 1), |t| (t.pos.line, t.pos.column));
             Diagnostic::new(
                 file,
                 line,
@@ -309,7 +183,8 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
         }
     };
     while let Some(statement) = at(i) {
-        let kind = statement.text.as_str();
+        let statement_text = text(statement);
+        let kind = statement_text.as_ref();
         if !matches!(kind, "trust-anchors" | "managed-keys" | "trusted-keys") {
             return Err(err(
                 Some(statement),
@@ -317,7 +192,7 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
             ));
         }
         i = i.saturating_add(1);
-        if at(i).is_none_or(|t| t.text != "{" || t.quoted) {
+        if at(i).is_none_or(|t| t.kind != TokenKind::Open) {
             return Err(err(at(i), "`{`"));
         }
         i = i.saturating_add(1);
@@ -325,17 +200,18 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
             let Some(t) = at(i) else {
                 return Err(err(None, "`}`"));
             };
-            if t.text == "}" && !t.quoted {
+            if t.kind == TokenKind::Close {
                 i = i.saturating_add(1);
-                if at(i).is_none_or(|t| t.text != ";") {
+                if at(i).is_none_or(|t| text(t) != ";") {
                     return Err(err(at(i), "`;` after `}`"));
                 }
                 i = i.saturating_add(1);
                 break;
             }
-            let owner: Name = t.text.parse().map_err(|_| err(Some(t), "a domain name"))?;
+            let owner: Name = text(t).parse().map_err(|_| err(Some(t), "a domain name"))?;
             i = i.saturating_add(1);
-            let keyword = match (kind, at(i).map(|t| t.text.as_str())) {
+            let keyword_text = at(i).map(text);
+            let keyword = match (kind, keyword_text.as_deref()) {
                 ("trusted-keys", _) => "static-key",
                 (_, Some(k @ ("static-key" | "initial-key" | "static-ds" | "initial-ds"))) => {
                     i = i.saturating_add(1);
@@ -351,8 +227,8 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
             let mut number = |max: u32, what: &str| -> Result<u32, Diagnostic> {
                 let t = at(i);
                 let n = t
-                    .filter(|t| !t.quoted)
-                    .and_then(|t| t.text.parse::<u32>().ok())
+                    .filter(|t| !t.kind.is_quoted())
+                    .and_then(|t| text(t).parse::<u32>().ok())
                     .filter(|n| *n <= max)
                     .ok_or_else(|| err(t, what))?;
                 i = i.saturating_add(1);
@@ -365,10 +241,11 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
             );
             let blob = at(i).ok_or_else(|| err(None, "the key or digest"))?;
             let ds = keyword.ends_with("-ds");
+            let blob_text = text(blob);
             let bytes = if ds {
-                hex(&blob.text)
+                hex(&blob_text)
             } else {
-                base64_decode(&blob.text)
+                base64_decode(&blob_text)
             }
             .filter(|b| !b.is_empty())
             .ok_or_else(|| {
@@ -382,7 +259,7 @@ fn bind_anchors(tokens: &[Token], file: &str) -> Result<Vec<TrustAnchor>, Diagno
                 )
             })?;
             i = i.saturating_add(1);
-            if at(i).is_none_or(|t| t.text != ";" || t.quoted) {
+            if at(i).is_none_or(|t| t.kind != TokenKind::Semicolon) {
                 return Err(err(at(i), "`;`"));
             }
             i = i.saturating_add(1);

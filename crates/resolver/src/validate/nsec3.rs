@@ -44,11 +44,11 @@ impl Nsec3Record {
         })
     }
 
-    fn matches(&self, h: &[u8]) -> bool {
+    pub(crate) fn matches(&self, h: &[u8]) -> bool {
         self.hash == h
     }
 
-    fn covers(&self, h: &[u8]) -> bool {
+    pub(crate) fn covers(&self, h: &[u8]) -> bool {
         let (owner, next) = (self.hash.as_slice(), self.nsec3.next_hashed.as_slice());
         if owner < next {
             owner < h && h < next
@@ -57,7 +57,7 @@ impl Nsec3Record {
         }
     }
 
-    fn opt_out(&self) -> bool {
+    pub(crate) fn opt_out(&self) -> bool {
         self.nsec3.flags & OPT_OUT != 0
     }
 }
