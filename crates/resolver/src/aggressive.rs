@@ -28,8 +28,9 @@ use crate::validate::nsec3::{Nsec3Record, MAX_ITERATIONS};
 use crate::Millis;
 use bulwark_crypto::nsec3_hash;
 
-/// NSEC records kept at most, over every zone: past it, all go.
-const MAX_RECORDS: usize = 200_000;
+/// The share of the cache's octets the spans and wildcards may take (they
+/// are data the cache holds too, kept in another order).
+const SHARE_OF_CACHE: usize = 8;
 /// NSEC3 hashes one lookup may compute (the name, its ancestors down to
 /// the closest encloser, the wildcard): CVE-2023-50868's lesson.
 const MAX_HASHES: u32 = 16;
@@ -47,16 +48,28 @@ struct ZoneSpans {
 }
 
 /// The spans of every zone learned from.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Aggressive {
     zones: HashMap<Name, ZoneSpans>,
     /// Wildcards' RRsets, under the wildcard's own name (`*.` and its
     /// closest encloser), with their signatures, and until when.
     wildcards: HashMap<(Name, Rtype), (RrSet, Millis)>,
-    records: usize,
+    /// Octets held (as [`RrSet::weight`] counts them), and the most.
+    bytes: usize,
+    max_bytes: usize,
 }
 
 impl Aggressive {
+    /// Spans and wildcards within a share of `cache_bytes`.
+    pub(crate) fn new(cache_bytes: usize) -> Aggressive {
+        Aggressive {
+            zones: HashMap::new(),
+            wildcards: HashMap::new(),
+            bytes: 0,
+            max_bytes: cache_bytes / SHARE_OF_CACHE,
+        }
+    }
+
     /// Keeps the NSEC records of `authority`, the proof of a denial in
     /// `zone` that validation found secure, and the zone's SOA.
     pub(crate) fn learn(&mut self, zone: &Name, authority: &[RrSet], now: Millis) {
@@ -67,10 +80,10 @@ impl Aggressive {
         if nsecs.is_empty() {
             return;
         }
-        if self.records >= MAX_RECORDS {
+        if self.bytes >= self.max_bytes {
             self.zones.clear();
             self.wildcards.clear();
-            self.records = 0;
+            self.bytes = 0;
         }
         let spans = self.zones.entry(zone.to_lowercase()).or_default();
         let until = |ttl: u32| now.saturating_add(u64::from(ttl).saturating_mul(1000));
@@ -92,7 +105,7 @@ impl Aggressive {
                     .insert(hash, (set.clone(), record, until(set.ttl)))
                     .is_none()
                 {
-                    self.records = self.records.saturating_add(1);
+                    self.bytes = self.bytes.saturating_add(set.weight());
                 }
                 continue;
             }
@@ -108,7 +121,7 @@ impl Aggressive {
                 .insert(owner, (set.clone(), record, until(set.ttl)))
                 .is_none()
             {
-                self.records = self.records.saturating_add(1);
+                self.bytes = self.bytes.saturating_add(set.weight());
             }
         }
     }
@@ -130,9 +143,12 @@ impl Aggressive {
         let Some(wildcard) = wildcard_at(&suffix) else {
             return false;
         };
-        if self.wildcards.len() >= MAX_RECORDS {
+        if self.bytes >= self.max_bytes {
+            self.zones.clear();
             self.wildcards.clear();
+            self.bytes = 0;
         }
+        self.bytes = self.bytes.saturating_add(set.weight());
         let mut kept = set.clone();
         kept.owner = wildcard.clone();
         let until = now.saturating_add(u64::from(set.ttl).saturating_mul(1000));
@@ -467,7 +483,7 @@ mod tests {
     /// example. holds a, d (A only), *.w (TXT), z; the spans learned cover
     /// everything.
     fn learned() -> Aggressive {
-        let mut a = Aggressive::default();
+        let mut a = Aggressive::new(1 << 20);
         let proof = vec![
             soa(),
             nsec(
@@ -538,7 +554,7 @@ mod tests {
             ("w.example.", &[]),
             ("*.w.example.", &[Rtype::TXT]),
         ];
-        let mut a = Aggressive::default();
+        let mut a = Aggressive::new(1 << 20);
         a.learn(&name("example."), &nsec3_chain(zone, 0), 0);
         let nx = a.answer(&name("b.example."), Rtype::A, 1000).unwrap();
         assert_eq!(nx.rcode, Rcode::NXDOMAIN);
@@ -554,7 +570,7 @@ mod tests {
         let wild = a.answer(&name("x.w.example."), Rtype::A, 1000).unwrap();
         assert_eq!((wild.rcode, wild.answer.len()), (Rcode::NOERROR, 0));
 
-        let mut opt_out = Aggressive::default();
+        let mut opt_out = Aggressive::new(1 << 20);
         opt_out.learn(&name("example."), &nsec3_chain(zone, 1), 0);
         assert!(opt_out
             .answer(&name("b.example."), Rtype::A, 1000)

@@ -193,6 +193,7 @@ impl Resolver {
         for chunk in cookie_secret.chunks_mut(4) {
             chunk.copy_from_slice(&random.next_u32().to_be_bytes());
         }
+        let cache_bytes = config.cache_bytes;
         let managed = config
             .validation
             .as_ref()
@@ -225,7 +226,7 @@ impl Resolver {
             keys: HashMap::new(),
             origins: HashMap::new(),
             bogus_zones: Vec::new(),
-            aggressive: crate::aggressive::Aggressive::default(),
+            aggressive: crate::aggressive::Aggressive::new(cache_bytes),
         }
     }
 
