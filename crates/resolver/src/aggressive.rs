@@ -163,7 +163,14 @@ impl Aggressive {
     /// §5.3).
     pub(crate) fn answer(&self, qname: &Name, qtype: Rtype, now: Millis) -> Option<Resolution> {
         let qname = qname.to_lowercase();
-        let (zone, spans) = self.zone_of(&qname)?;
+        // A DS set lives in the parent (RFC 4035 §2.4): a zone's own apex
+        // records never deny it (RFC 6840 §4.1).
+        let (zone, spans) = if qtype == Rtype::DS {
+            let (zone, spans) = self.zone_of(&qname.parent()?)?;
+            (zone, spans)
+        } else {
+            self.zone_of(&qname)?
+        };
         // A denial needs the SOA; a wildcard's data does not.
         let soa = spans.soa.as_ref().filter(|(_, until)| *until > now);
         if spans.nsec.is_empty() {
@@ -512,6 +519,9 @@ mod tests {
         assert_eq!((nodata.rcode, nodata.answer.len()), (Rcode::NOERROR, 0));
         // What the NSEC lists is not denied.
         assert!(a.answer(&name("d.example."), Rtype::A, 1000).is_none());
+        // The zone's own apex NSEC cannot deny its DS (RFC 6840 §4.1): that
+        // is the parent's to say.
+        assert!(a.answer(&name("example."), Rtype::DS, 1000).is_none());
         // Out of the zone, or once the records expire: nothing.
         assert!(a.answer(&name("b.other."), Rtype::A, 1000).is_none());
         assert!(a.answer(&name("b.example."), Rtype::A, 301_000).is_none());

@@ -230,6 +230,17 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
             false,
             secure_denial,
         );
+        // The zone's own apex NSEC, cached from that denial, must not deny
+        // the zone's DS (RFC 6840 §4.1): the DS is its parent's, which
+        // here nobody serves.
+        let ds = resolve(resolver, case.zone, RecordType::DS, false);
+        assert!(
+            !(ds.rcode == "NOERROR" && ds.answers == 0),
+            "{} DS denied by the zone itself: {} AD {}",
+            case.zone,
+            ds.rcode,
+            ds.ad
+        );
         check(
             &name("a.wild."),
             RecordType::TXT,

@@ -145,6 +145,14 @@ impl Resolver {
             let trust = self.trust_at(task, &at, now, budget)?;
             return Ok(Judged::unsigned_in(trust, NSEC_MISSING));
         };
+        // A DS is the parent's to deny (RFC 4035 §2.4, RFC 6840 §4.1): a
+        // zone's own apex cannot say it has none.
+        if task.qtype == Rtype::DS && zone == *name && !name.is_root() {
+            return Ok(Judged::bogus(Bogus::new(
+                ede::DNSSEC_BOGUS,
+                "a DS denial from the zone itself, not its parent",
+            )));
+        }
         let keys = match self.zone_trust(task, &zone, now, budget, 0)? {
             ZoneTrust::Secure(keys) => keys,
             ZoneTrust::Insecure => return Ok(Judged::insecure()),
