@@ -4,11 +4,22 @@
 # Unbound, Knot Resolver, PowerDNS Recursor and BIND (and dnsdist's packet
 # cache for cache hits). See bench/README.md.
 #
+# Workloads: cold (distinct questions, empty cache), warm (cache hits),
+# forward (everything to one upstream), and cold-validating: cold on a
+# DNSSEC-signed copy of the same internet (lib/siminet.py --sign), every
+# resolver validating from its root anchor. Each resolver is first asked
+# the internet's dnssec-checks.txt (AD on secure answers, SERVFAIL for a
+# bogus zone, ...): one that does not validate is not measured and the run
+# ends with an error; one that validates but answers some checks wrongly is
+# measured and reported. The authoritative servers switch between the
+# unsigned and the signed internet as the workloads need (a restart).
+#
 # Usage: bench/resolver.sh [--quick]
 #
 # Environment (all optional; --quick changes the defaults marked *):
 #   RESOLVERS="bulwark unbound kresd pdns_recursor named"
-#   WORKLOADS="cold warm forward"
+#   WORKLOADS="cold warm forward"   add cold-validating to measure DNSSEC
+#                             validation (signing 20,000 zones: ~2.5 min)
 #   DNSDIST=1                 dnsdist (packet cache) in front of
 #   DNSDIST_BACKEND=unbound   this resolver, in the warm workload
 #   PASSES=2 *                every resolver and workload this many times;
@@ -18,6 +29,7 @@
 #   COLD_MAX=24000 *          highest offered qps, cold cache
 #   WARM_MAX=200000 *         highest offered qps, cache hits
 #   FORWARD_MAX=40000 *       highest offered qps, forwarding
+#   VALIDATING_MAX=$COLD_MAX  highest offered qps, cold-validating
 #   INTERVAL=0.5              resperf's plot interval (-i), also the sampling
 #   TIMEOUT=3                 seconds before resperf counts a query lost (-t)
 #   WARM_NAMES=30000 *        questions primed then asked again (warm)
@@ -25,6 +37,11 @@
 #                             second, for what it lost, goes 4 times faster)
 #   ZONES=20000 * TLDS=20 HOSTERS=64 HOSTED_SHARE=0.25 ADDRESSES=256
 #   NAMES_PER_ZONE=3 AUTH_SERVERS=knot,knot,knot SEED=1   (lib/siminet.py)
+#   NSEC3_SHARE=0.5 NSEC3_OPTOUT_SHARE=0 SIGNER=ldns SIGN_JOBS=$(nproc)
+#                             the signed internet (cold-validating): the
+#                             share of zones with NSEC3 (iterations 0, no
+#                             salt), of NSEC3 TLDs with opt-out; ldns or BIND
+#                             tools (bind: ~3x slower); zones signed at once
 #   CACHE_BYTES=268435456     each resolver's cache
 #   CONCURRENCY=10000         client questions in flight per resolver
 #   RESOLVER_CPU=1 GEN_CPU=0  the resolver's core; resperf's and the
@@ -78,6 +95,7 @@ SUSTAIN=${SUSTAIN:-0}
 COLD_MAX=${COLD_MAX:-24000}
 WARM_MAX=${WARM_MAX:-200000}
 FORWARD_MAX=${FORWARD_MAX:-40000}
+VALIDATING_MAX=${VALIDATING_MAX:-$COLD_MAX}
 INTERVAL=${INTERVAL:-0.5}
 TIMEOUT=${TIMEOUT:-3}
 WARM_NAMES=${WARM_NAMES:-30000}
@@ -90,6 +108,10 @@ ADDRESSES=${ADDRESSES:-256}
 NAMES_PER_ZONE=${NAMES_PER_ZONE:-3}
 AUTH_SERVERS=${AUTH_SERVERS:-knot,knot,knot}
 SEED=${SEED:-1}
+NSEC3_SHARE=${NSEC3_SHARE:-0.5}
+NSEC3_OPTOUT_SHARE=${NSEC3_OPTOUT_SHARE:-0}
+SIGNER=${SIGNER:-ldns}
+SIGN_JOBS=${SIGN_JOBS:-$(nproc)}
 CACHE_BYTES=${CACHE_BYTES:-268435456}
 CONCURRENCY=${CONCURRENCY:-10000}
 RESOLVER_CPU=${RESOLVER_CPU:-1}
@@ -105,7 +127,14 @@ STAMP=${STAMP:-$(date -u +%Y%m%d)}
 # A quick run checks the script; its figures are not worth keeping.
 if [ "$QUICK" = 1 ]; then OUT=${OUT:-/tmp/resolver-quick-$STAMP}; fi
 OUT=${OUT:-$BENCH/results/resolver-$STAMP}
+for wl in $WORKLOADS; do
+    case $wl in
+    cold | warm | forward | cold-validating) ;;
+    *) echo "unknown workload $wl (cold, warm, forward, cold-validating)" >&2; exit 2 ;;
+    esac
+done
 export RESOLVERS WORKLOADS DNSDIST DNSDIST_BACKEND PASSES RAMP SUSTAIN COLD_MAX WARM_MAX \
+    VALIDATING_MAX NSEC3_SHARE NSEC3_OPTOUT_SHARE SIGNER SIGN_JOBS \
     FORWARD_MAX INTERVAL TIMEOUT WARM_NAMES PRIME_QPS ZONES TLDS HOSTERS HOSTED_SHARE \
     ADDRESSES NAMES_PER_ZONE AUTH_SERVERS SEED CACHE_BYTES CONCURRENCY RESOLVER_CPU GEN_CPU \
     CHECK_NAMES PROFILE PERF_FREQ PERF_LIMIT BULWARK_BIN STAMP OUT
@@ -115,7 +144,11 @@ export RESOLVERS WORKLOADS DNSDIST DNSDIST_BACKEND PASSES RAMP SUSTAIN COLD_MAX 
 # reaches out).
 if [ -z "${RESOLVER_BENCH_NETNS:-}" ]; then
     [ "$(id -u)" = 0 ] || { echo "resolver.sh needs root (unshare -n, port 53, ip addr)" >&2; exit 1; }
-    for tool in resperf dnsperf kdig knotd unbound kresd pdns_recursor named dnsdist gnuplot; do
+    tools="resperf dnsperf kdig knotd unbound kresd pdns_recursor named dnsdist gnuplot"
+    if [[ " $WORKLOADS " == *" cold-validating "* ]]; then
+        if [ "$SIGNER" = bind ]; then tools="$tools dnssec-keygen dnssec-signzone"; else tools="$tools ldns-keygen ldns-signzone"; fi
+    fi
+    for tool in $tools; do
         command -v "$tool" >/dev/null || echo "warning: $tool is not installed" >&2
     done
     if [ -z "${NO_BUILD:-}" ]; then
@@ -153,13 +186,29 @@ BACKEND_ADDR=127.0.0.3  # dnsdist's backend
 FWD_ADDR=127.0.0.4      # the upstream that answers every name (forward)
 
 WORK=$(mktemp -d /tmp/bench-resolver.XXXXXX)
-NET=$WORK/net
+# The unsigned internet (cold, warm, forward) and the signed one
+# (cold-validating): the same zones, names and addresses for a SEED, the
+# signed one with DNSSEC records and three zones for dnssec-checks.txt.
+# NET is the one the authoritative servers serve at the moment.
+NET_PLAIN=$WORK/net
+NET_SIGNED=$WORK/net-signed
+NET=
+NEED_PLAIN=0
+NEED_SIGNED=0
+for wl in $WORKLOADS; do
+    if [ "$wl" = cold-validating ]; then NEED_SIGNED=1; else NEED_PLAIN=1; fi
+done
 RAW=$OUT/raw
 mkdir -p "$RAW"
 # A run this script writes replaces the last one in OUT.
 rm -f "$RAW"/*
 rm -rf "$OUT/profile"
 AUTH_PIDS=()
+UPSTREAM_PID=
+SERVING=
+NOT_VALIDATING=()
+DNSSEC_WRONG=()
+SIGN_SECONDS=
 SERVER_PID=
 BACKEND_PID=
 SAMPLER_PID=
@@ -171,6 +220,7 @@ cleanup() {
     [ -n "$SERVER_PID" ] && stop_server "$SERVER_PID"
     [ -n "$BACKEND_PID" ] && stop_server "$BACKEND_PID"
     for p in "${AUTH_PIDS[@]}"; do stop_server "$p"; done
+    [ -n "$UPSTREAM_PID" ] && stop_server "$UPSTREAM_PID"
     [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -179,11 +229,26 @@ trap 'exit 130' INT TERM
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 # --- the simulated internet ---------------------------------------------
-log "generating the simulated internet ($ZONES zones, $TLDS TLDs, $HOSTERS hosters) in $NET"
-/usr/bin/python3 "$BENCH/lib/siminet.py" --out "$NET" --tlds "$TLDS" --zones "$ZONES" \
-    --hosters "$HOSTERS" --hosted-share "$HOSTED_SHARE" --addresses "$ADDRESSES" \
-    --servers "$AUTH_SERVERS" --names-per-zone "$NAMES_PER_ZONE" --seed "$SEED"
-NAMES=$NET/names.txt
+siminet() {
+    /usr/bin/python3 "$BENCH/lib/siminet.py" --tlds "$TLDS" --zones "$ZONES" \
+        --hosters "$HOSTERS" --hosted-share "$HOSTED_SHARE" --addresses "$ADDRESSES" \
+        --servers "$AUTH_SERVERS" --names-per-zone "$NAMES_PER_ZONE" --seed "$SEED" "$@"
+}
+if [ "$NEED_PLAIN" = 1 ]; then
+    log "generating the simulated internet ($ZONES zones, $TLDS TLDs, $HOSTERS hosters) in $NET_PLAIN"
+    siminet --out "$NET_PLAIN"
+    NAMES_DIR=$NET_PLAIN
+fi
+if [ "$NEED_SIGNED" = 1 ]; then
+    log "generating and signing the simulated internet ($ZONES zones, NSEC3 share $NSEC3_SHARE) in $NET_SIGNED"
+    t_sign=$(date +%s)
+    siminet --out "$NET_SIGNED" --sign --nsec3-share "$NSEC3_SHARE" \
+        --nsec3-optout-share "$NSEC3_OPTOUT_SHARE" --signer "$SIGNER" --sign-jobs "$SIGN_JOBS"
+    SIGN_SECONDS=$(($(date +%s) - t_sign))
+    NAMES_DIR=${NAMES_DIR:-$NET_SIGNED}
+fi
+# The questions are the same in both internets.
+NAMES=$NAMES_DIR/names.txt
 NNAMES=$(wc -l <"$NAMES")
 head -n "$WARM_NAMES" "$NAMES" >"$WORK/warm-names.txt"
 # Forwarding: the upstream answers every name, so the questions need not
@@ -194,20 +259,43 @@ head -n "$WARM_NAMES" "$NAMES" >"$WORK/warm-names.txt"
 ip link set lo up
 {
     for a in $RES_ADDR $BACKEND_ADDR $FWD_ADDR; do echo "addr add $a/32 dev lo"; done
-    sed 's|.*|addr add &/32 dev lo|' "$NET/addresses.txt"
+    sed 's|.*|addr add &/32 dev lo|' "$NAMES_DIR/addresses.txt"
 } | ip -batch -
 
-# The authoritative servers, on the generator's core.
-i=0
-while read -r kind conf; do
-    case $kind in
-    knot) taskset -c "$GEN_CPU" knotd -c "$conf" >"$WORK/auth-$i.log" 2>&1 & ;;
-    nsd) taskset -c "$GEN_CPU" nsd -d -c "$conf" >"$WORK/auth-$i.log" 2>&1 & ;;
-    *) echo "unknown server kind $kind in $NET/servers.txt" >&2; exit 1 ;;
-    esac
-    AUTH_PIDS+=($!)
-    i=$((i + 1))
-done <"$NET/servers.txt"
+# serve_internet DIR: the authoritative servers of the internet in DIR
+# (lib/siminet.py's servers.txt), on the generator's core, in place of the
+# ones serving now; once every zone answers, NET is DIR.
+serve_internet() {
+    local dir=$1 kind conf i=0 p
+    [ "$SERVING" = "$dir" ] && return 0
+    for p in "${AUTH_PIDS[@]}"; do stop_server "$p"; done
+    AUTH_PIDS=()
+    SERVING=
+    while read -r kind conf; do
+        case $kind in
+        knot) taskset -c "$GEN_CPU" knotd -c "$conf" >"$WORK/auth-$(basename "$dir")-$i.log" 2>&1 & ;;
+        nsd) taskset -c "$GEN_CPU" nsd -d -c "$conf" >"$WORK/auth-$(basename "$dir")-$i.log" 2>&1 & ;;
+        *) echo "unknown server kind $kind in $dir/servers.txt" >&2; exit 1 ;;
+        esac
+        AUTH_PIDS+=($!)
+        i=$((i + 1))
+    done <"$dir/servers.txt"
+    log "waiting for every zone of $(basename "$dir") to load"
+    local t0
+    t0=$(date +%s)
+    /usr/bin/python3 "$LIB/dnsq.py" loaded "$dir/zones.txt" 300 || {
+        echo "the authoritative servers did not load every zone; their logs:" >&2
+        tail -n 5 "$WORK"/auth-"$(basename "$dir")"-*.log >&2
+        exit 1
+    }
+    log "$(basename "$dir") loaded in $(($(date +%s) - t0)) s"
+    # knotd moves each UDP worker to CPU (worker id mod CPUs) once it
+    # starts: pin them all back onto the generator's core.
+    for p in "${AUTH_PIDS[@]}"; do SERVER_CPU=$GEN_CPU pin_server "$p"; done
+    AUTH_LIST=$(for p in "${AUTH_PIDS[@]}" $UPSTREAM_PID; do server_pids "$p"; done | paste -sd, -)
+    NET=$dir
+    SERVING=$dir
+}
 
 # The upstream of the forwarding workload (seed 000's INETSIM): one knotd
 # with a wildcard at the root, so every name has an A and an AAAA record.
@@ -239,26 +327,27 @@ zone:
     zonefile-sync: -1
 CONF
 taskset -c "$GEN_CPU" knotd -c "$WORK/upstream/knot.conf" >"$WORK/upstream/log" 2>&1 &
-AUTH_PIDS+=($!)
-
-log "waiting for every zone to load"
-/usr/bin/python3 "$LIB/dnsq.py" loaded "$NET/zones.txt" 300 || {
-    echo "the authoritative servers did not load every zone; their logs:" >&2
-    tail -n 5 "$WORK"/auth-*.log >&2
-    exit 1
-}
+UPSTREAM_PID=$!
 echo ". 0 $FWD_ADDR $WORK/upstream/root.zone" >"$WORK/upstream/zones.txt"
 /usr/bin/python3 "$LIB/dnsq.py" loaded "$WORK/upstream/zones.txt" 30
-# knotd moves each UDP worker to CPU (worker id mod CPUs) once it starts:
-# pin them all back onto the generator's core.
-for p in "${AUTH_PIDS[@]}"; do SERVER_CPU=$GEN_CPU pin_server "$p"; done
-AUTH_LIST=$(for p in "${AUTH_PIDS[@]}"; do server_pids "$p"; done | paste -sd, -)
+SERVER_CPU=$GEN_CPU pin_server "$UPSTREAM_PID"
+
+# The internet the first workload needs.
+case " $WORKLOADS " in
+" cold-validating "*) serve_internet "$NET_SIGNED" ;;
+*) serve_internet "$NET_PLAIN" ;;
+esac
 
 # The offered rate of a workload, capped so that a cold run never repeats a
 # question: resperf's ramp sends MAX * RAMP / 2 queries, then MAX a second.
 max_of() {
     local m n=$NNAMES
-    case $1 in cold) m=$COLD_MAX ;; warm) m=$WARM_MAX ;; forward) m=$FORWARD_MAX n=$((2 * NNAMES)) ;; esac
+    case $1 in
+    cold) m=$COLD_MAX ;;
+    cold-validating) m=$VALIDATING_MAX ;;
+    warm) m=$WARM_MAX ;;
+    forward) m=$FORWARD_MAX n=$((2 * NNAMES)) ;;
+    esac
     if [ "$1" != warm ]; then
         local cap
         cap=$(awk -v n="$n" -v r="$RAMP" -v s="$SUSTAIN" 'BEGIN { printf "%d", 0.95 * n / (r / 2 + s) }')
@@ -279,13 +368,15 @@ rss_kb() {
 }
 
 # wait_answering NAME MODE: until the resolver at RES_ADDR answers (a root
-# server's address when recursing, any name when forwarding).
+# server's address when recursing, any name when forwarding). Validating,
+# with CD: whether it validates is asked next (the DNSSEC checks in run_one).
 wait_answering() {
-    local name=$1 q=a.root-servers.sim. want i
+    local name=$1 q=a.root-servers.sim. want i cd=+nocdflag
     want=$(head -1 "$NET/root-hints.txt")
     if [ "$2" = forward ]; then q=ready.tld0.; want=192.0.2.1; fi
+    [ "$2" = validate ] && cd=+cdflag
     for i in $(seq 1 150); do
-        if kdig +short +time=1 +retry=0 @"$RES_ADDR" "$q" A 2>/dev/null | grep -qx "$want"; then
+        if kdig +short $cd +time=1 +retry=0 @"$RES_ADDR" "$q" A 2>/dev/null | grep -qx "$want"; then
             return 0
         fi
         kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -300,9 +391,11 @@ wait_answering() {
 # resperf ramp, CPU and memory around it. Everything lands in $RAW/ID.*.
 run_one() {
     local wl=$1 res=$2 pass=$3 mode=recurse id d max data pids t0 t1 before after
-    local count_name=$res
+    local count_name=$res dnssec_result=
     id=$wl-$res-p$pass
     [ "$wl" = forward ] && mode=forward
+    [ "$wl" = cold-validating ] && mode=validate
+    if [ "$mode" = validate ]; then serve_internet "$NET_SIGNED"; else serve_internet "$NET_PLAIN"; fi
     max=$(max_of "$wl")
     d=$WORK/run
     rm -rf "$d" "$WORK/backend"
@@ -322,6 +415,29 @@ run_one() {
         [ -n "$BACKEND_PID" ] && { stop_server "$BACKEND_PID"; BACKEND_PID=; }
         return 0
     fi
+    if [ "$mode" = validate ]; then
+        # Does it validate? Measuring one that does not would compare
+        # iteration with validation. A few names outside names.txt (and
+        # their zones' keys) are in its cache afterwards.
+        local rc=0
+        /usr/bin/python3 "$LIB/dnsq.py" dnssec "$RES_ADDR" "$NET/dnssec-checks.txt" >"$RAW/$id.dnssec.txt" 2>&1 || rc=$?
+        dnssec_result=$(tail -n 1 "$RAW/$id.dnssec.txt" | sed 's/^dnssec //')
+        if [ "$rc" = 0 ]; then
+            log "$res validates: $dnssec_result"
+        elif [ "$rc" = 1 ]; then
+            echo "WARNING: $res validates but answered some DNSSEC checks wrongly ($dnssec_result):" >&2
+            grep -v '^ok ' "$RAW/$id.dnssec.txt" | sed 's/^/    /' >&2
+            DNSSEC_WRONG+=("$id")
+        else
+            echo "ERROR: $res DOES NOT VALIDATE ($dnssec_result); not measured:" >&2
+            sed 's/^/    /' "$RAW/$id.dnssec.txt" >&2
+            echo "failed dnssec: $dnssec_result" >"$RAW/$id.meta"
+            cp "$d/log" "$RAW/$id.log" 2>/dev/null || true
+            NOT_VALIDATING+=("$id")
+            stop_server "$SERVER_PID"; SERVER_PID=
+            return 0
+        fi
+    fi
     SERVER_CPU=$RESOLVER_CPU pin_server "$SERVER_PID"
     pids=$(server_pids "$SERVER_PID")
     if [ -n "$BACKEND_PID" ]; then
@@ -340,6 +456,7 @@ run_one() {
         echo "rss_start_kb $(rss_kb $pids)"
         echo "rrsets_start $("res_count_$count_name" "$d")"
         [ "$res" = dnsdist ] && echo "backend $DNSDIST_BACKEND"
+        [ -n "$dnssec_result" ] && echo "dnssec $dnssec_result"
     } >"$RAW/$id.meta"
 
     data=$NAMES
@@ -448,8 +565,9 @@ run_one() {
         local sent
         sent=$(sed -n 's/^ *Queries sent: *//p' "$RAW/$id.resperf.txt")
         head -n "${sent:-$CHECK_NAMES}" "$data" >"$WORK/sent.txt"
+        # Validating: asked with AD, the answers without it counted.
         /usr/bin/python3 "$LIB/dnsq.py" check "$RES_ADDR" "$WORK/sent.txt" "$NET/zones.txt" \
-            "$CHECK_NAMES" "$pass" >"$RAW/$id.check.txt" 2>&1 || true
+            "$CHECK_NAMES" "$pass" $([ "$mode" = validate ] && echo ad) >"$RAW/$id.check.txt" 2>&1 || true
         echo "check $(tail -n 1 "$RAW/$id.check.txt")" >>"$RAW/$id.meta"
     fi
     grep -h 'Queries sent\|Queries lost\|Response codes\|Maximum throughput\|Fell behind\|Reached' \
@@ -524,6 +642,13 @@ sustain $SUSTAIN
 interval $INTERVAL
 timeout $TIMEOUT
 cold_max $(max_of cold 2>/dev/null)
+validating_max $(max_of cold-validating 2>/dev/null)
+signed $NEED_SIGNED
+nsec3_share $NSEC3_SHARE
+nsec3_optout_share $NSEC3_OPTOUT_SHARE
+signer $SIGNER
+sign_jobs $SIGN_JOBS
+sign_seconds $SIGN_SECONDS
 warm_max $WARM_MAX
 forward_max $(max_of forward 2>/dev/null)
 warm_names $WARM_NAMES
@@ -547,3 +672,10 @@ finished $(date -u '+%Y-%m-%d %H:%M UTC')
 SET
 /usr/bin/python3 "$LIB/report.py" "$OUT"
 echo "report: $OUT/report.md; charts: $OUT/*.png; raw: $RAW" >&2
+if [ "${#DNSSEC_WRONG[@]}" -gt 0 ]; then
+    echo "WARNING: validating, but some DNSSEC checks answered wrongly: ${DNSSEC_WRONG[*]} (see ID.dnssec.txt in $OUT/raw or $OUT/profile)" >&2
+fi
+if [ "${#NOT_VALIDATING[@]}" -gt 0 ]; then
+    echo "ERROR: no validation, so not measured in cold-validating: ${NOT_VALIDATING[*]} (see ID.dnssec.txt in $OUT/raw or $OUT/profile)" >&2
+    exit 1
+fi

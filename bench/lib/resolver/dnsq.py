@@ -6,13 +6,27 @@
       its SOA authoritatively at its address, or TIMEOUT seconds (default
       120) pass. Exit 0 when all do; prints how many are missing otherwise.
 
-  dnsq.py check RESOLVER NAMES ZONES_TXT COUNT [SEED]
+  dnsq.py check RESOLVER NAMES ZONES_TXT COUNT [SEED] [ad]
       COUNT names of NAMES ("NAME TYPE", A/AAAA/TXT only) asked of the
       resolver at RESOLVER (address[:port]) with RD, and of the zone's own
       server without: the rcode and the RRset of the question's name and
       type must be the same (names the server answers with a CNAME are
       skipped: the chain is checked by the run's rcodes). Prints
-      "checked N wrong W timeout T" and one line per wrong answer.
+      "checked N wrong W timeout T" and one line per wrong answer. With
+      `ad` (a signed internet, a validating resolver) the resolver is asked
+      with the AD flag (RFC 6840 §5.7: AD back for data it validated) and
+      the line ends "noad X": the answers that came back without it.
+
+  dnsq.py dnssec RESOLVER CHECKS
+      Whether the resolver validates: each "NAME TYPE EXPECT" line of
+      CHECKS (siminet's dnssec-checks.txt) asked with RD, AD and EDNS DO;
+      EXPECT `secure` wants NOERROR with the record and AD, `secure-nxdomain`
+      NXDOMAIN with AD, `insecure-nxdomain` NXDOMAIN without AD (opt-out),
+      `bogus` SERVFAIL. One line per question (with the
+      extended DNS error, RFC 8914, when there is one), then "dnssec OK/N
+      ok, validates yes|no". Exit 0 when every answer was as expected, 1
+      when the resolver validates (AD on a secure answer, SERVFAIL for the
+      bogus one) but some answers were wrong, 2 when it does not validate.
 
   dnsq.py drops ADDR[,ADDR...]
       "RESOLVER AUTH ALL": UDP datagrams dropped for want of buffer space on
@@ -26,7 +40,7 @@ import struct
 import sys
 import time
 
-TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "MX": 15, "TXT": 16, "AAAA": 28}
+TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "MX": 15, "TXT": 16, "AAAA": 28, "DS": 43, "DNSKEY": 48}
 
 
 def encode_name(name):
@@ -37,9 +51,21 @@ def encode_name(name):
     return out + b"\0"
 
 
-def query(qid, name, qtype, rd):
-    flags = 0x0100 if rd else 0
-    return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+FLAG_AD = 0x0020
+FLAG_TC = 0x0200
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+EDNS_BUFSIZE = 1232  # DNS flag day 2020
+OPT_EDE = 15  # RFC 8914
+
+
+def query(qid, name, qtype, rd, ad=False, do=False):
+    flags = (0x0100 if rd else 0) | (FLAG_AD if ad else 0)
+    q = encode_name(name) + struct.pack("!HH", qtype, 1)
+    if not do:
+        return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 0) + q
+    # An OPT record (RFC 6891) with the DO bit (RFC 3225).
+    opt = b"\0" + struct.pack("!HHBBHH", 41, EDNS_BUFSIZE, 0, 0, 0x8000, 0)
+    return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 1) + q + opt
 
 
 def read_name(msg, off):
@@ -79,22 +105,51 @@ def parse(msg):
     return qid, flags, flags & 0xF, answers
 
 
+def parse_full(msg):
+    """(id, flags, rcode, answers, EDE texts): answers as in parse(), and
+    the extended DNS errors (RFC 8914) of the OPT record, "CODE text"."""
+    qid, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", msg[:12])
+    off = 12
+    for _ in range(qd):
+        _, off = read_name(msg, off)
+        off += 4
+    answers, ede = [], []
+    for i in range(an + ns + ar):
+        owner, off = read_name(msg, off)
+        rtype, _, _, rdlen = struct.unpack("!HHIH", msg[off:off + 10])
+        off += 10
+        rdata = msg[off:off + rdlen]
+        off += rdlen
+        if i < an:
+            answers.append((owner, rtype, rdata))
+        elif rtype == 41:
+            o = 0
+            while o + 4 <= len(rdata):
+                code, length = struct.unpack("!HH", rdata[o:o + 4])
+                value = rdata[o + 4:o + 4 + length]
+                o += 4 + length
+                if code == OPT_EDE and len(value) >= 2:
+                    info = struct.unpack("!H", value[:2])[0]
+                    ede.append(f"{info} {value[2:].decode('utf-8', 'replace')}".strip())
+    return qid, flags, flags & 0xF, answers, ede
+
+
 def addr_port(text):
     host, _, port = text.partition(":")
     return host, int(port or 53)
 
 
-def ask(sock, server, name, qtype, rd, timeout=2.0):
+def ask(sock, server, name, qtype, rd, timeout=2.0, ad=False, do=False, full=False):
     qid = random.randrange(65536)
     sock.settimeout(timeout)
-    sock.sendto(query(qid, name, qtype, rd), server)
+    sock.sendto(query(qid, name, qtype, rd, ad, do), server)
     deadline = time.time() + timeout
     while True:
         try:
             data, _ = sock.recvfrom(65535)
         except socket.timeout:
             return None
-        r = parse(data)
+        r = parse_full(data) if full else parse(data)
         if r[0] == qid:
             return r
         if time.time() > deadline:
@@ -138,7 +193,7 @@ def loaded(zones_txt, timeout=120.0):
     return 0
 
 
-def check(resolver, names_file, zones_txt, count, seed=1):
+def check(resolver, names_file, zones_txt, count, seed=1, want_ad=False):
     zones = {}
     for line in open(zones_txt):
         f = line.split()
@@ -153,7 +208,7 @@ def check(resolver, names_file, zones_txt, count, seed=1):
     sample = rng.sample(candidates, min(count, len(candidates)))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     res = addr_port(resolver)
-    checked = wrong = timeouts = 0
+    checked = wrong = timeouts = noad = 0
     for name, tname in sample:
         labels = name.rstrip(".").split(".")
         zone = next((".".join(labels[i:]) + "." for i in range(len(labels)) if ".".join(labels[i:]) + "." in zones), ".")
@@ -161,20 +216,77 @@ def check(resolver, names_file, zones_txt, count, seed=1):
         auth = ask(sock, (zones.get(zone, zones.get(".")), 53), name, qtype, False)
         if auth is None or any(t == TYPES["CNAME"] for _, t, _ in auth[3]):
             continue
-        got = ask(sock, res, name, qtype, True, timeout=3.0)
+        got = ask(sock, res, name, qtype, True, timeout=3.0, ad=want_ad)
         checked += 1
         if got is None:
             timeouts += 1
             print(f"timeout {name} {tname}")
             continue
+        # A truncated answer (TC: the big TXT sets, over UDP without EDNS)
+        # carries no records to vouch for: not counted.
+        if want_ad and got[2] in (0, 3) and not got[1] & (FLAG_AD | FLAG_TC):
+            noad += 1
+            print(f"noad {name} {tname}: rcode {got[2]} without AD")
         want = (auth[2], sorted(r for o, t, r in auth[3] if o == name and t == qtype))
         have = (got[2], sorted(r for o, t, r in got[3] if o == name and t == qtype))
         if want != have:
             wrong += 1
             print(f"wrong {name} {tname}: rcode {have[0]} with {len(have[1])} records, "
                   f"the zone says rcode {want[0]} with {len(want[1])}")
-    print(f"checked {checked} wrong {wrong} timeout {timeouts}")
+    print(f"checked {checked} wrong {wrong} timeout {timeouts}" + (f" noad {noad}" if want_ad else ""))
     return 0
+
+
+def dnssec(resolver, checks_file):
+    """Does the resolver validate? See the module's help."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    res = addr_port(resolver)
+    total = good = 0
+    secure_ad = bogus_servfail = False
+    for line in open(checks_file):
+        f = line.split()
+        if len(f) != 3:
+            continue
+        name, tname, expect = f[0].lower(), f[1], f[2]
+        got = None
+        # The first question validates the whole chain from the root:
+        # give it time, and ask again once.
+        for _ in range(2):
+            got = ask(sock, res, name, TYPES[tname], True, timeout=5.0, ad=True, do=True, full=True)
+            if got is not None:
+                break
+        total += 1
+        if got is None:
+            print(f"FAIL {name} {tname} want {expect}: no answer")
+            continue
+        _, flags, rcode, answers, ede = got
+        ad = bool(flags & FLAG_AD)
+        has = any(o == name and t == TYPES[tname] for o, t, _ in answers)
+        if expect == "secure":
+            ok = rcode == 0 and ad and has
+            secure_ad |= rcode == 0 and ad
+        elif expect == "secure-nxdomain":
+            ok = rcode == 3 and ad
+            secure_ad |= rcode == 3 and ad
+        elif expect == "insecure-nxdomain":
+            ok = rcode == 3 and not ad
+        elif expect == "bogus":
+            ok = rcode == 2
+            bogus_servfail |= ok
+        else:
+            print(f"FAIL {name} {tname}: unknown expectation {expect}")
+            continue
+        good += ok
+        text = f"{'ok' if ok else 'FAIL'} {name} {tname} want {expect}: {RCODES.get(rcode, rcode)}" \
+               f"{' AD' if ad else ' no AD'}, {len(answers)} answer records"
+        if ede:
+            text += "; EDE " + "; ".join(ede)
+        print(text)
+    validates = secure_ad and bogus_servfail
+    print(f"dnssec {good}/{total} ok, validates {'yes' if validates else 'no'}")
+    if not validates:
+        return 2
+    return 0 if good == total else 1
 
 
 def drops(resolver_addrs):
@@ -212,7 +324,10 @@ def main(argv):
     if len(argv) >= 2 and argv[0] == "loaded":
         return loaded(argv[1], float(argv[2]) if len(argv) > 2 else 120.0)
     if len(argv) >= 5 and argv[0] == "check":
-        return check(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 1)
+        return check(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 1,
+                     len(argv) > 6 and argv[6] == "ad")
+    if len(argv) == 3 and argv[0] == "dnssec":
+        return dnssec(argv[1], argv[2])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -4,7 +4,7 @@
 Usage: report.py OUT_DIR
 
 Reads OUT_DIR/raw/ (per run WORKLOAD-RESOLVER-pPASS.{meta,resperf.txt,plot,
-samples.tsv,check.txt}, plus settings.txt and versions.txt) and writes
+samples.tsv,check.txt,dnssec.txt}, plus settings.txt and versions.txt) and writes
 OUT_DIR/report.md (printed too), OUT_DIR/summary.tsv (one row per run),
 OUT_DIR/curves-WORKLOAD.tsv and the charts OUT_DIR/WORKLOAD.png.
 
@@ -41,6 +41,7 @@ AUTH_BOUND = 40.0
 
 WORKLOAD_TITLE = {
     "cold": "Cold cache: distinct questions over the simulated internet",
+    "cold-validating": "Cold cache, validating: distinct questions over the signed internet, DNSSEC validation on",
     "warm": "Cache hits (warm): primed questions asked again",
     "forward": "Forwarding: every question to one upstream that answers every name",
 }
@@ -170,6 +171,7 @@ def analyse(meta_path):
     run["alive"] = meta.get("alive", "?")
     run["unexpected_ids"] = num(meta.get("unexpected_ids"))
     run["check"] = meta.get("check", "")
+    run["dnssec"] = meta.get("dnssec", "")
 
     # Memory per cached RRset: while priming (warm), else over the run.
     kb = lambda k: num(meta.get(k))
@@ -360,12 +362,17 @@ def main():
     raw = os.path.join(out, "raw")
     settings = read_kv(os.path.join(raw, "settings.txt"))
     runs = [r for r in (analyse(p) for p in sorted(glob.glob(os.path.join(raw, "*.meta")))) if r]
-    failed = [os.path.basename(p)[:-5] for p in glob.glob(os.path.join(raw, "*.meta"))
-              if read_kv(p).get("workload") is None]
+    # Runs that did not happen: (id, why) from the meta file's first line
+    # ("failed start", "failed dnssec: ...").
+    failed = []
+    for p in sorted(glob.glob(os.path.join(raw, "*.meta"))):
+        if read_kv(p).get("workload") is None:
+            with open(p, errors="replace") as f:
+                failed.append((os.path.basename(p)[:-5], f.readline().strip()))
     by = collections.defaultdict(list)
     for r in runs:
         by[(r["workload"], r["resolver"])].append(r)
-    workloads = [w for w in ("cold", "warm", "forward") if any(k[0] == w for k in by)]
+    workloads = [w for w in ("cold", "cold-validating", "warm", "forward") if any(k[0] == w for k in by)]
     resolvers = [x for x in ORDER if any(k[1] == x for k in by)]
     resolvers += sorted({k[1] for k in by} - set(resolvers))
 
@@ -466,9 +473,21 @@ def report(out, settings, workloads, resolvers, med, failed, by_key):
         f"{s.get('gen_cpu')}. One resperf ramp per run from 0 to the highest offered rate over "
         f"{s.get('ramp')} s (plot interval {s.get('interval')} s, queries lost after {s.get('timeout')} s); "
         f"highest offered qps: cold {s.get('cold_max')}, warm {s.get('warm_max')}, forward "
-        f"{s.get('forward_max')}. Cold and forward runs start a fresh resolver and never repeat a question; "
+        f"{s.get('forward_max')}"
+        + (f", cold-validating {s.get('validating_max')}" if "cold-validating" in workloads else "")
+        + ". Cold and forward runs start a fresh resolver and never repeat a question; "
         f"warm runs first prime {s.get('warm_names')} questions (twice, dnsperf at {s.get('prime_qps')} qps) "
         f"and then ask them over and over. Each figure is the median of {s.get('passes')} pass(es).\n")
+    if "cold-validating" in workloads:
+        md.append(
+            f"Cold-validating runs ask the same questions of a DNSSEC-signed copy of the internet "
+            f"(`lib/siminet.py --sign`, signer {s.get('signer', '?')}, {s.get('sign_seconds', '?')} s to key and "
+            f"sign every zone): one ECDSAP256SHA256 key per zone, the root with NSEC, "
+            f"{s.get('nsec3_share', '?')} of the other zones with NSEC3 (no extra iterations, no salt; "
+            f"{s.get('nsec3_optout_share', '?')} of the NSEC3 TLDs with opt-out), every resolver validating from the "
+            f"generated root anchor; the authoritative servers are restarted on it for these runs. Before each "
+            f"run the resolver is asked the DNSSEC checks (AD on secure answers, SERVFAIL for a bogus zone); "
+            f"one that does not validate is not measured.\n")
     md.append(f"Load average at the end: {s.get('loadavg', '?')} (2 CPUs; whatever else runs on the "
               "machine lands on one of the two cores and skews the figures).\n")
     try:
@@ -545,6 +564,10 @@ def report(out, settings, workloads, resolvers, med, failed, by_key):
             ("cold cache: max qps at <1% loss", "cold", "max_ok_qps", True, resolver_peers, 1.5),
             ("cold cache: CPU per resolved name (user + sys µs)", "cold", "total_knee_us", False,
              resolver_peers, 0.67),
+            ("cold cache, validating: max qps at <1% loss", "cold-validating", "max_ok_qps", True,
+             resolver_peers, None),
+            ("cold cache, validating: CPU per validated name (user + sys µs)", "cold-validating",
+             "total_knee_us", False, resolver_peers, None),
             ("memory per cached RRset (B, RSS growth while priming), vs Unbound", "warm", "bytes_per_rrset",
              False, ["unbound"], 1.0),
             ("memory per cached RRset (B), vs the best peer", "warm", "bytes_per_rrset", False,
@@ -570,6 +593,41 @@ def report(out, settings, workloads, resolvers, med, failed, by_key):
                 gtext = f"{'≥' if high else '≤'} {goal:g}"
             md.append(f"| {title} | {w} | {fmt(b[key], d)} | {p} {fmt(v, d)} | {ratio(b[key], v)} | "
                       f"{gtext} | {verdict} |")
+        md.append("")
+
+    if "cold" in workloads and "cold-validating" in workloads:
+        md.append("## The cost of validation\n")
+        md.append("Each resolver's cold-validating figures over its cold ones (same questions, same zones, "
+                  "signed or not): max qps at <1% loss (< 1: fewer with validation) and CPU per answer "
+                  "up to the knee (> 1: more with validation).\n")
+        md.append("| resolver | max qps cold | max qps validating | ratio | total µs to knee cold "
+                  "| total µs to knee validating | ratio |")
+        md.append("|---|--:|--:|--:|--:|--:|--:|")
+        for res in resolvers:
+            c, v = med.get(("cold", res)), med.get(("cold-validating", res))
+            if not c or not v:
+                continue
+            md.append(f"| {res} | {fmt(c['max_ok_qps'], 0)} | {fmt(v['max_ok_qps'], 0)} | "
+                      f"{ratio(v['max_ok_qps'], c['max_ok_qps'])} | {fmt(c['total_knee_us'])} | "
+                      f"{fmt(v['total_knee_us'])} | {ratio(v['total_knee_us'], c['total_knee_us'])} |")
+        md.append("")
+
+    dnssec_files = sorted(glob.glob(os.path.join(out, "raw", "*.dnssec.txt")))
+    if dnssec_files:
+        md.append("## DNSSEC checks\n")
+        md.append("Before each cold-validating run, `dnssec-checks.txt` asked of the fresh resolver with RD, AD "
+                  "and DO (`lib/resolver/dnsq.py dnssec`): secure names want NOERROR and AD, names that do not "
+                  "exist NXDOMAIN and AD (without AD under an opt-out NSEC3), the bogus zone SERVFAIL, and DS "
+                  "records asked after denials in their zones. Wrong answers are listed with the extended DNS "
+                  "error the resolver gave.\n")
+        md.append("| run | result | wrong answers |")
+        md.append("|---|---|---|")
+        for pth in dnssec_files:
+            lines = [l.strip() for l in open(pth, errors="replace") if l.strip()]
+            last = lines[-1] if lines else "no output"
+            bad = [l for l in lines[:-1] if not l.startswith("ok ")]
+            md.append(f"| {os.path.basename(pth)[:-len('.dnssec.txt')]} | {last} | "
+                      f"{'<br>'.join(b.replace('|', '/') for b in bad) or '–'} |")
         md.append("")
 
     md.append("## What bounded each run\n")
@@ -615,7 +673,9 @@ def report(out, settings, workloads, resolvers, med, failed, by_key):
     if checks:
         md.append("## Answers checked\n")
         md.append("After each cold and warm run, a sample of the questions it asked, asked again of the "
-                  "resolver and of the zone's own server: same rcode and same RRset.\n")
+                  "resolver and of the zone's own server: same rcode and same RRset."
+                  + (" Validating runs ask the resolver with AD and count the answers without it (*noad*; "
+                     "truncated answers not counted)." if "cold-validating" in workloads else "") + "\n")
         md.append("| workload | resolver | result |")
         md.append("|---|---|---|")
         for w, res, c in sorted(checks, key=lambda x: (workloads.index(x[0]), resolvers.index(x[1]))):
@@ -669,8 +729,12 @@ def report(out, settings, workloads, resolvers, med, failed, by_key):
         md.append("## Failures\n")
         for w, res in dead:
             md.append(f"- {res} was not running at the end of a {w} run (its log is in raw/).")
-        for f in failed:
-            md.append(f"- {f}: did not start (see its log in raw/).")
+        for f, why in failed:
+            if why.startswith("failed dnssec"):
+                md.append(f"- {f}: **does not validate**, not measured ({why[len('failed dnssec: '):]}; "
+                          f"see raw/{f}.dnssec.txt and its log).")
+            else:
+                md.append(f"- {f}: did not start (see its log in raw/).")
         md.append("")
     md.append("<!-- bench/resolver.sh: end -->")
     return "\n".join(md) + "\n"

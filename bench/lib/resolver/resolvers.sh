@@ -2,16 +2,24 @@
 # Sourced by bench/resolver.sh, inside its network namespace.
 #
 # res_start_NAME DIR MODE ADDR: writes NAME's configuration into DIR, starts it
-# listening on ADDR:53, pinned to $RESOLVER_CPU, with one worker and no
-# DNSSEC validation, and sets SERVER_PID. MODE is `recurse` (iterate from
-# the simulated root, $NET/root.hints) or `forward` (everything to
-# $FWD_ADDR, an authoritative server with a wildcard that answers every
-# name). Caches are $CACHE_BYTES octets (or as many entries), more than a
-# run fills. res_count_NAME DIR prints the RRsets (or entries) the cache holds.
+# listening on ADDR:53, pinned to $RESOLVER_CPU, with one worker, and sets
+# SERVER_PID. MODE is `recurse` (iterate from the simulated root,
+# $NET/root.hints, no DNSSEC validation), `validate` (the same, validating
+# from the signed internet's root anchor, $NET/root-anchor.txt, a DS record
+# in zone-file form, in place of the built-in root anchors) or `forward`
+# (everything to $FWD_ADDR, an authoritative server with a wildcard that
+# answers every name; no validation). Caches are $CACHE_BYTES octets (or as
+# many entries), more than a run fills. res_count_NAME DIR prints the
+# RRsets (or entries) the cache holds.
 #
 # Every start runs from a fresh DIR: a new process with an empty cache.
 
 BULWARK_CTL_SOCK=ctl.sock
+
+# The root anchor's DS rdata: "TAG ALG DIGEST-TYPE DIGEST".
+root_ds() {
+    awk '$4 == "DS" { print $5, $6, $7, $8; exit }' "$NET/root-anchor.txt"
+}
 
 res_start_bulwark() {
     local d=$1 mode=$2 addr=$3 hints
@@ -30,6 +38,14 @@ res_start_bulwark() {
         # per server) raised to the run's concurrency, as for the peers.
         echo "max_pending_per_client = $CONCURRENCY"
         echo "max_outstanding_per_server = $CONCURRENCY"
+        # Validation is on by default (from the built-in root anchors):
+        # off unless validating, and then from the signed internet's anchor.
+        if [ "$mode" = validate ]; then
+            echo "dnssec_validation = true"
+            echo "trust_anchor_files = [\"$NET/root-anchor.txt\"]"
+        else
+            echo "dnssec_validation = false"
+        fi
         if [ "$mode" = forward ]; then
             echo "[[resolver.forward]]"
             echo "zone = \".\""
@@ -46,7 +62,22 @@ res_count_bulwark() {
 }
 
 res_start_unbound() {
-    local d=$1 mode=$2 addr=$3
+    local d=$1 mode=$2 addr=$3 modules="iterator" anchor=""
+    # The iterator alone, no validator (the simulated internet is unsigned),
+    # unless validating: then a static anchor (trust-anchor-file, not
+    # auto-trust-anchor-file: no RFC 5011 tracking, nothing written back),
+    # validation failures in the log whatever the verbosity, and a key
+    # cache of a quarter of CACHE_BYTES (its default, 4 MiB, is sized for
+    # fewer zones than the internet's 20,000 keys).
+    if [ "$mode" = validate ]; then
+        modules="validator iterator"
+        anchor="trust-anchor-file: \"$NET/root-anchor.txt\"
+    val-log-level: 2
+    key-cache-size: $((CACHE_BYTES / 4))
+    key-cache-slabs: 1"
+    else
+        anchor="key-cache-slabs: 1"
+    fi
     cat >"$d/unbound.conf" <<CONF
 server:
     username: ""
@@ -64,15 +95,14 @@ server:
     so-reuseport: no
     do-not-query-localhost: no
     root-hints: "$NET/root.hints"
-    # The iterator alone: no validator, the simulated internet is unsigned.
-    module-config: "iterator"
+    module-config: "$modules"
+    $anchor
     msg-cache-size: $((CACHE_BYTES / 2))
     rrset-cache-size: $CACHE_BYTES
     # One thread: one slab each (the slabs only split locks between threads).
     msg-cache-slabs: 1
     rrset-cache-slabs: 1
     infra-cache-slabs: 1
-    key-cache-slabs: 1
     # Its ports come out of the file descriptor limit (20000 here).
     num-queries-per-thread: $CONCURRENCY
     outgoing-range: $((CONCURRENCY + CONCURRENCY / 2 < 16384 ? CONCURRENCY + CONCURRENCY / 2 : 16384))
@@ -102,8 +132,10 @@ res_start_kresd() {
     cat >"$d/config" <<CONF
 net.ipv6 = false
 net.listen('$addr', 53, { kind = 'dns' })
--- No validation: the simulated internet is unsigned.
+-- Not the built-in root anchor: no validation (the simulated internet is
+-- unsigned), or (validate) the signed internet's own, read-only.
 trust_anchors.remove('.')
+$([ "$mode" = validate ] && echo "trust_anchors.add_file('$NET/root-anchor.txt', true)")
 modules.load('hints > iterate')
 hints.root({ $hints })
 cache.open($CACHE_BYTES, 'lmdb://$d/cache')
@@ -146,7 +178,13 @@ reuseport=no
 hint-file=$NET/root.hints
 # Query 127/8 too: the simulated internet lives there.
 dont-query=
-dnssec=off
+$(if [ "$mode" = validate ]; then
+    echo "dnssec=validate"
+    echo "dnssec-log-bogus=yes"
+    echo "lua-config-file=$d/recursor.lua"
+else
+    echo "dnssec=off"
+fi)
 max-cache-entries=$((CACHE_BYTES / 64))
 max-packetcache-entries=$((CACHE_BYTES / 128))
 max-mthreads=$CONCURRENCY
@@ -160,6 +198,10 @@ CONF
     if [ "$mode" = forward ]; then
         echo "forward-zones-recurse=.=$FWD_ADDR" >>"$d/recursor.conf"
     fi
+    if [ "$mode" = validate ]; then
+        # The built-in root anchors out, the signed internet's in.
+        printf 'clearTA()\naddTA(".", "%s")\n' "$(root_ds)" >"$d/recursor.lua"
+    fi
     taskset -c "$RESOLVER_CPU" pdns_recursor --config-dir="$d" >"$d/log" 2>&1 &
     SERVER_PID=$!
 }
@@ -169,7 +211,13 @@ res_count_pdns_recursor() {
 }
 
 res_start_named() {
-    local d=$1 mode=$2 addr=$3 fwd=""
+    local d=$1 mode=$2 addr=$3 fwd="" validation=no anchors=""
+    if [ "$mode" = validate ]; then
+        # The signed internet's root anchor (a trust-anchors statement with
+        # its static-ds) in place of the built-in one.
+        validation=yes
+        anchors="include \"$NET/root-anchor.conf\";"
+    fi
     rndc-confgen -a -c "$d/rndc.key" -A hmac-sha256 >/dev/null 2>&1
     [ "$mode" = forward ] && fwd="forwarders { $FWD_ADDR; }; forward only;"
     cat >"$d/named.conf" <<CONF
@@ -184,13 +232,14 @@ options {
     allow-recursion { any; };
     allow-query { any; };
     allow-query-cache { any; };
-    dnssec-validation no;
+    dnssec-validation $validation;
     max-cache-size $CACHE_BYTES;
     recursive-clients $CONCURRENCY;
     udp-receive-buffer 4194304;
     notify no;
     $fwd
 };
+$anchors
 zone "." { type hint; file "$NET/root.hints"; };
 controls { inet 127.0.0.1 port 953 allow { 127.0.0.1; } keys { "rndc-key"; }; };
 CONF
@@ -244,7 +293,7 @@ res_stats_bulwark() {
 
 res_stats_unbound() {
     unbound-control -c "$1/unbound.conf" stats_noreset 2>/dev/null |
-        grep -E '^total\.(num\.|requestlist\.|recursion)|^num\.query\.(udpout|tcpout|ratelimited)|^unwanted\.|^mem\.cache|^rrset\.cache|^msg\.cache|^num\.answer\.rcode\.(SERVFAIL|NOERROR|NXDOMAIN)|^total\.tcpusage' || true
+        grep -E '^total\.(num\.|requestlist\.|recursion)|^num\.query\.(udpout|tcpout|ratelimited)|^unwanted\.|^mem\.cache|^rrset\.cache|^msg\.cache|^num\.answer\.rcode\.(SERVFAIL|NOERROR|NXDOMAIN)|^total\.tcpusage|^num\.answer\.(secure|bogus)|^num\.rrset\.bogus|^key\.cache\.count|^mem\.mod\.validator' || true
 }
 
 res_stats_kresd() {
@@ -276,7 +325,7 @@ PY
 
 res_stats_pdns_recursor() {
     rec_control --socket-dir="$1" get-all 2>/dev/null |
-        grep -E '^(questions|all-outqueries|outgoing-timeouts|over-capacity-drops|too-old-drops|servfail-answers|udp-recvbuf-errors|udp-in-errors|udp-sndbuf-errors|udp-noport-errors|concurrent-queries|max-mthread-stack|unreachables|throttled-out|noerror-answers|nxdomain-answers|cache-entries|packetcache-entries|packetcache-hits|cache-hits|cache-misses|resource-limits|chain-resends|qa-latency|real-memory-usage|tcp-outqueries|policy-drops|client-parse-errors|spoof-prevents|nod-lookups-dropped-oversize|case-mismatches|unexpected-packets|ignored-packets)\b' || true
+        grep -E '^(questions|all-outqueries|outgoing-timeouts|over-capacity-drops|too-old-drops|servfail-answers|udp-recvbuf-errors|udp-in-errors|udp-sndbuf-errors|udp-noport-errors|concurrent-queries|max-mthread-stack|unreachables|throttled-out|noerror-answers|nxdomain-answers|cache-entries|packetcache-entries|packetcache-hits|cache-hits|cache-misses|resource-limits|chain-resends|qa-latency|real-memory-usage|tcp-outqueries|policy-drops|client-parse-errors|spoof-prevents|nod-lookups-dropped-oversize|case-mismatches|unexpected-packets|ignored-packets|dnssec-validations|dnssec-result-[a-z-]+)\b' || true
 }
 
 res_stats_named() {
@@ -287,7 +336,7 @@ res_stats_named() {
          /^\+\+ Socket I\/O/ { s = "sock" } /^\+\+ Cache/ || /^\+\+ Zone/ || /^\+\+ Per/ || /^\+\+ Incoming/ || /^\+\+ Outgoing/ { s = "" }
          /^\[View: / { v = ($0 ~ /^\[View: default/) }
          s != "" && $1 ~ /^[0-9]+$/ && (s != "res" || v) { n = $1; $1 = ""; print s ":" $0 " " n }' "$d/named.stats" |
-        grep -iE 'recursion|dropped|timeout|SERVFAIL|rejected|recv|queries resulted|exceeded|spilled|failed|lame|mismatch|requests received|responses sent|truncated|query timeout|fetch' || true
+        grep -iE 'recursion|dropped|timeout|SERVFAIL|rejected|recv|queries resulted|exceeded|spilled|failed|lame|mismatch|requests received|responses sent|truncated|query timeout|fetch|validation' || true
 }
 
 res_stats_dnsdist() {
