@@ -172,6 +172,8 @@ pub struct Resolver {
     pub(crate) aggressive: crate::aggressive::Aggressive,
     /// The trust anchors RFC 5011 keeps up to date.
     pub(crate) managed: Vec<crate::anchor_upkeep::Managed>,
+    /// RRsets whose signatures held, not checked again while that lasts.
+    pub(crate) sig_memo: crate::validator::SignatureMemo,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -227,6 +229,7 @@ impl Resolver {
             origins: HashMap::new(),
             bogus_zones: Vec::new(),
             aggressive: crate::aggressive::Aggressive::new(cache_bytes),
+            sig_memo: crate::validator::SignatureMemo::default(),
         }
     }
 

@@ -12,7 +12,7 @@ use crate::response::Security;
 use crate::rrset::RrSet;
 use crate::task::Task;
 use crate::validate::{
-    nsec, nsec3, trust_by_anchors, trust_by_ds, verify_rrset, Bogus, Budget, DsDenial, ZoneKeys,
+    nsec, nsec3, trust_by_anchors, trust_by_ds, Bogus, Budget, DsDenial, ZoneKeys,
 };
 use crate::{ede, Millis};
 
@@ -216,7 +216,15 @@ impl Resolver {
             ZoneTrust::Insecure => return Ok((ZoneTrust::Insecure, ttl)),
             ZoneTrust::Bogus(b) => return Ok((ZoneTrust::Bogus(b), 0)),
         };
-        let proof = match verified_proofs(soa.as_ref(), &extra, &prover, &keys, now, budget) {
+        let proof = match verified_proofs(
+            &mut self.sig_memo,
+            soa.as_ref(),
+            &extra,
+            &prover,
+            &keys,
+            now,
+            budget,
+        ) {
             Ok(p) => p,
             Err(b) => return Ok((ZoneTrust::Bogus(b), 0)),
         };
@@ -265,7 +273,10 @@ impl Resolver {
             return Ok((ZoneTrust::Bogus(RRSIGS_MISSING), 0));
         };
         let mine: Vec<_> = sigs.into_iter().filter(|s| s.signer == signer).collect();
-        if let Err(b) = verify_rrset(ds_set, &mine, &signer, &keys, sig_time(now), budget) {
+        if let Err(b) = self
+            .sig_memo
+            .verify(ds_set, &mine, &signer, &keys, now, budget)
+        {
             return Ok((ZoneTrust::Bogus(b), 0));
         }
         let ds: Vec<Ds> = ds_set

@@ -12,10 +12,10 @@ use crate::rrset::RrSet;
 use crate::task::Task;
 use crate::validate::nsec::NsecRecord;
 use crate::validate::nsec3::{Nsec3Proof, Nsec3Record};
-use crate::validate::{nsec, nsec3, verify_rrset, Bogus, Budget};
+use crate::validate::{nsec, nsec3, Bogus, Budget};
 use crate::{ede, Millis};
 
-use super::{sig_time, Eval, Judged, Verdict, ZoneTrust, NSEC_MISSING, RRSIGS_MISSING};
+use super::{Eval, Judged, SignatureMemo, Verdict, ZoneTrust, NSEC_MISSING, RRSIGS_MISSING};
 
 impl Resolver {
     /// The verdict on `r`: its answer's RRsets one by one (a CNAME a DNAME
@@ -92,7 +92,7 @@ impl Resolver {
             ZoneTrust::Bogus(b) => return Ok(Judged::bogus(b)),
         };
         let mine: Vec<_> = sigs.into_iter().filter(|s| s.signer == zone).collect();
-        let verified = match verify_rrset(set, &mine, &zone, &keys, sig_time(now), budget) {
+        let verified = match self.sig_memo.verify(set, &mine, &zone, &keys, now, budget) {
             Ok(v) => v,
             Err(b) => return Ok(Judged::bogus(b)),
         };
@@ -107,7 +107,15 @@ impl Resolver {
             .map(|s| s.labels)
             .min()
             .unwrap_or(0);
-        let proof = match verified_proofs(None, authority, &zone, &keys, now, budget) {
+        let proof = match verified_proofs(
+            &mut self.sig_memo,
+            None,
+            authority,
+            &zone,
+            &keys,
+            now,
+            budget,
+        ) {
             Ok(p) => p,
             Err(b) => return Ok(Judged::bogus(b)),
         };
@@ -158,7 +166,15 @@ impl Resolver {
             ZoneTrust::Insecure => return Ok(Judged::insecure()),
             ZoneTrust::Bogus(b) => return Ok(Judged::bogus(b)),
         };
-        let proof = match verified_proofs(soa, authority, &zone, &keys, now, budget) {
+        let proof = match verified_proofs(
+            &mut self.sig_memo,
+            soa,
+            authority,
+            &zone,
+            &keys,
+            now,
+            budget,
+        ) {
             Ok(p) => p,
             Err(b) => return Ok(Judged::bogus(b)),
         };
@@ -205,6 +221,7 @@ pub(super) struct Proofs {
 /// verified with `zone`'s keys: one that does not verify makes the denial
 /// bogus.
 pub(super) fn verified_proofs(
+    memo: &mut SignatureMemo,
     soa: Option<&RrSet>,
     sets: &[RrSet],
     zone: &Name,
@@ -212,21 +229,20 @@ pub(super) fn verified_proofs(
     now: Millis,
     budget: &mut Budget,
 ) -> Result<Proofs, Bogus> {
-    let now = sig_time(now);
     let mut proofs = Proofs {
         nsec: Vec::new(),
         nsec3: Vec::new(),
         ttl: u32::MAX,
     };
     if let Some(soa) = soa {
-        let v = verify_rrset(soa, &soa.rrsigs(), zone, keys, now, budget)?;
+        let v = memo.verify(soa, &soa.rrsigs(), zone, keys, now, budget)?;
         proofs.ttl = v.ttl;
     }
     for set in sets {
         if !matches!(set.rtype, Rtype::NSEC | Rtype::NSEC3) || !set.owner.ends_with(zone) {
             continue;
         }
-        let v = verify_rrset(set, &set.rrsigs(), zone, keys, now, budget)?;
+        let v = memo.verify(set, &set.rrsigs(), zone, keys, now, budget)?;
         proofs.ttl = proofs.ttl.min(v.ttl);
         for r in set.typed() {
             match r {

@@ -35,6 +35,9 @@ use crate::{ede, Millis};
 
 mod chain;
 mod judge;
+mod memo;
+
+pub(crate) use memo::SignatureMemo;
 
 /// What is known of a zone's keys, or of the zone a name is in.
 #[derive(Debug, Clone)]
