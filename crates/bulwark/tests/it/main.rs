@@ -40,6 +40,7 @@ mod repl_secondary;
 mod repl_update;
 mod resolver_bogus_matrix;
 mod resolver_internet;
+mod resolver_keytrap;
 mod resolver_ops;
 mod resolver_own_scenarios;
 mod resolver_poisoning;
