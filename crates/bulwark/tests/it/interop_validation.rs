@@ -300,22 +300,8 @@ fn unbound_validates_every_algorithm_and_denial_and_delv_agrees() {
                     && fs::read_to_string(p).unwrap().contains("DNSKEY 257 ")
             })
             .unwrap();
-        let text = fs::read_to_string(key_file).unwrap();
-        let record = text.lines().find(|l| l.contains("DNSKEY 257 ")).unwrap();
-        let fields: Vec<&str> = record.split_whitespace().collect();
         let anchor = dir.path().join(format!("{}anchor", case.zone));
-        fs::write(
-            &anchor,
-            format!(
-                "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
-                case.zone,
-                fields[3],
-                fields[4],
-                fields[5],
-                fields[6..].join("")
-            ),
-        )
-        .unwrap();
+        fs::write(&anchor, static_key_anchor(case.zone, &key_file)).unwrap();
         for (qname, expect) in [
             (format!("www.{}", case.zone), "; fully validated"),
             (
@@ -388,4 +374,19 @@ fn unbound_validates_every_algorithm_and_denial_and_delv_agrees() {
     );
     let v = resolve(&resolver, "www.ed25519.test.", RecordType::A);
     assert!(v.rcode == "NOERROR" && v.ad);
+}
+
+/// BIND's `trust-anchors` statement making the KSK in `key_file` (a
+/// `K<zone>+...key` file) a static key of `zone`, for delv.
+pub(crate) fn static_key_anchor(zone: &str, key_file: &Path) -> String {
+    let text = fs::read_to_string(key_file).unwrap();
+    let record = text.lines().find(|l| l.contains("DNSKEY 257 ")).unwrap();
+    let fields: Vec<&str> = record.split_whitespace().collect();
+    format!(
+        "trust-anchors {{ {zone} static-key {} {} {} \"{}\"; }};\n",
+        fields[3],
+        fields[4],
+        fields[5],
+        fields[6..].join("")
+    )
 }

@@ -46,7 +46,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bulwark_proto::message::{MessageView, OPTION_EDE};
 use hickory_proto::rr::RecordType;
 
 use crate::support::{self, Answer, ChildGuard, EdnsSpec, QuerySpec, Transport};
@@ -1245,25 +1244,6 @@ struct Verdict {
     ede: Option<(u16, String)>,
 }
 
-/// The first Extended DNS Error of a response, with its extra text.
-fn ede(raw: &[u8]) -> Option<(u16, String)> {
-    let view = MessageView::parse(raw).ok()?;
-    let edns = view.edns()?;
-    let opts = edns.option_bytes();
-    let mut at = 0;
-    while at + 4 <= opts.len() {
-        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
-        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
-        let value = opts.get(at + 4..at + 4 + len)?;
-        if code == OPTION_EDE && len >= 2 {
-            let info = u16::from_be_bytes([value[0], value[1]]);
-            return Some((info, String::from_utf8_lossy(&value[2..]).into_owned()));
-        }
-        at += 4 + len;
-    }
-    None
-}
-
 /// Asks `addr` one question with RD and DO (and CD if `cd`), over TCP when
 /// the UDP answer is truncated.
 fn ask(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Result<Verdict, String> {
@@ -1295,7 +1275,7 @@ fn ask(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Result<Ver
         return Ok(Verdict {
             rcode: answer.rcode,
             ad: answer.ad,
-            ede: ede(&raw),
+            ede: support::extended_error(&raw),
         });
     }
     Err(last)

@@ -67,7 +67,6 @@ use std::time::{Duration, Instant};
 
 use bulwark_dnssec::{Algorithm, SigningKey};
 use bulwark_proto::encoding::base64_encode;
-use bulwark_proto::message::{MessageView, OPTION_EDE};
 use hickory_proto::rr::RecordType;
 
 use crate::support::{self, Answer, ChildGuard, EdnsSpec, QuerySpec, Transport};
@@ -674,25 +673,6 @@ fn cell(v: &Result<Verdict, String>) -> String {
     }
 }
 
-/// The first Extended DNS Error of a response, with its extra text.
-fn ede(raw: &[u8]) -> Option<(u16, String)> {
-    let view = MessageView::parse(raw).ok()?;
-    let edns = view.edns()?;
-    let opts = edns.option_bytes();
-    let mut at = 0;
-    while at + 4 <= opts.len() {
-        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
-        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
-        let value = opts.get(at + 4..at + 4 + len)?;
-        if code == OPTION_EDE && len >= 2 {
-            let info = u16::from_be_bytes([value[0], value[1]]);
-            return Some((info, String::from_utf8_lossy(&value[2..]).into_owned()));
-        }
-        at += 4 + len;
-    }
-    None
-}
-
 /// Asks `addr` once, with RD and DO, over TCP when the UDP answer is
 /// truncated; the whole exchange within [`QUERY_TIMEOUT`].
 fn ask(addr: SocketAddr, qname: &str, qtype: RecordType, id: u16) -> Result<Verdict, String> {
@@ -718,7 +698,7 @@ fn ask(addr: SocketAddr, qname: &str, qtype: RecordType, id: u16) -> Result<Verd
         rcode: answer.rcode,
         ad: answer.ad,
         answers: answer.counts[1].into(),
-        ede: ede(&raw),
+        ede: support::extended_error(&raw),
         took: started.elapsed(),
     })
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use bulwark_proto::message::{MessageView, OPTION_EDE};
+use bulwark_proto::message::MessageView;
 use hickory_proto::rr::RecordType;
 
 use crate::support::{self, Answer, ChildGuard, EdnsSpec, QuerySpec, Server, Transport};
@@ -124,23 +124,6 @@ fn ask_raw(addr: SocketAddr, spec: &QuerySpec) -> Vec<u8> {
     support::exchange_udp(addr, &wire, 0x5151, TIMEOUT).unwrap()
 }
 
-/// The Extended DNS Error info code of a response, if any.
-fn ede(raw: &[u8]) -> Option<u16> {
-    let view = MessageView::parse(raw).unwrap();
-    let edns = view.edns()?;
-    let opts = edns.option_bytes();
-    let mut at = 0;
-    while at + 4 <= opts.len() {
-        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
-        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
-        if code == OPTION_EDE {
-            return Some(u16::from_be_bytes([opts[at + 4], opts[at + 5]]));
-        }
-        at += 4 + len;
-    }
-    None
-}
-
 /// The TTL of the first answer record ("owner ttl class type rdata").
 fn first_ttl(a: &Answer) -> u32 {
     a.answer[0]
@@ -195,7 +178,10 @@ fn resolves_through_knotd_and_answers_its_own_zones_itself() {
         MessageView::parse(&plain).unwrap().rcode(),
         bulwark_proto::Rcode::REFUSED
     );
-    assert_eq!(ede(&plain), Some(20));
+    assert_eq!(
+        support::extended_error(&plain).map(|(code, _)| code),
+        Some(20)
+    );
     // Over TCP too.
     let tcp = support::query(
         r.addr,
@@ -380,7 +366,10 @@ fn clients_not_allowed_to_recurse_are_refused_with_ede_18() {
     let raw = ask_raw(r.addr, &recursive("www.upstream.test.", RecordType::A));
     let view = MessageView::parse(&raw).unwrap();
     assert_eq!(view.rcode(), bulwark_proto::Rcode::REFUSED);
-    assert_eq!(ede(&raw), Some(18));
+    assert_eq!(
+        support::extended_error(&raw).map(|(code, _)| code),
+        Some(18)
+    );
     // Its own zone is still answered.
     let own = ask(r.addr, &recursive("www.local.test.", RecordType::A));
     assert_eq!(own.rdata_of("A"), ["198.51.100.7"]);
@@ -401,7 +390,7 @@ fn an_unreachable_root_is_servfail_saying_no_reachable_authority() {
     let raw = ask_raw(r.addr, &recursive("www.upstream.test.", RecordType::A));
     let view = MessageView::parse(&raw).unwrap();
     assert_eq!(view.rcode(), bulwark_proto::Rcode::SERVFAIL);
-    let code = ede(&raw);
+    let code = support::extended_error(&raw).map(|(code, _)| code);
     assert!(
         matches!(code, Some(22 | 23)),
         "EDE 22 (no reachable authority) or 23 (network error), not {code:?}"

@@ -28,10 +28,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use bulwark_proto::message::{MessageView, OPTION_EDE};
 use hickory_proto::rr::RecordType;
 
-use crate::interop_validation::{bulwark, key_directory, setup, CASES};
+use crate::interop_validation::{bulwark, key_directory, setup, static_key_anchor, CASES};
 use crate::support::{self, require_tool, temp_dir, ChildGuard, EdnsSpec, QuerySpec, Transport};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -117,7 +116,7 @@ fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdic
         rcode: a.rcode_name(),
         ad: a.ad,
         answers: a.answer.len(),
-        ede: ede(&raw),
+        ede: support::extended_error(&raw).map(|(code, _)| code),
     }
 }
 
@@ -135,23 +134,6 @@ fn ctl(socket: &Path, words: &[&str]) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-/// The Extended DNS Error info code of a response, if any.
-fn ede(raw: &[u8]) -> Option<u16> {
-    let view = MessageView::parse(raw).unwrap();
-    let edns = view.edns()?;
-    let opts = edns.option_bytes();
-    let mut at = 0;
-    while at + 4 <= opts.len() {
-        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
-        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
-        if code == OPTION_EDE {
-            return Some(u16::from_be_bytes([opts[at + 4], opts[at + 5]]));
-        }
-        at += 4 + len;
-    }
-    None
 }
 
 #[test]
@@ -315,22 +297,8 @@ fn bulwark_validates_every_algorithm_and_denial_as_unbound_does() {
                 && fs::read_to_string(p).unwrap().contains("DNSKEY 257 ")
         })
         .unwrap();
-    let text = fs::read_to_string(key_file).unwrap();
-    let record = text.lines().find(|l| l.contains("DNSKEY 257 ")).unwrap();
-    let fields: Vec<&str> = record.split_whitespace().collect();
     let anchor = resolver_dir.path().join("delv.anchor");
-    fs::write(
-        &anchor,
-        format!(
-            "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
-            case.zone,
-            fields[3],
-            fields[4],
-            fields[5],
-            fields[6..].join("")
-        ),
-    )
-    .unwrap();
+    fs::write(&anchor, static_key_anchor(case.zone, &key_file)).unwrap();
     for (qname, expect) in [
         (format!("www.{}", case.zone), "; fully validated"),
         (

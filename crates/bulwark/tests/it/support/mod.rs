@@ -1067,3 +1067,23 @@ impl ZoneVerifiers {
         }
     }
 }
+
+/// The first Extended DNS Error (RFC 8914) of a raw response: its info
+/// code and its extra text.
+pub fn extended_error(raw: &[u8]) -> Option<(u16, String)> {
+    let view = bulwark_proto::message::MessageView::parse(raw).ok()?;
+    let edns = view.edns()?;
+    let opts = edns.option_bytes();
+    let mut at = 0;
+    while at + 4 <= opts.len() {
+        let code = u16::from_be_bytes([opts[at], opts[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([opts[at + 2], opts[at + 3]]));
+        let value = opts.get(at + 4..at + 4 + len)?;
+        if code == bulwark_proto::message::OPTION_EDE && len >= 2 {
+            let info = u16::from_be_bytes([value[0], value[1]]);
+            return Some((info, String::from_utf8_lossy(&value[2..]).into_owned()));
+        }
+        at += 4 + len;
+    }
+    None
+}
