@@ -49,16 +49,25 @@
 #   CHECK_NAMES=40            answers checked against the zones after a run
 #   PROFILE=1                 after the passes, bulwark once more per workload
 #                             under perf record (PERF_FREQ=1999 Hz); the top
-#                             symbols (PERF_LIMIT=0.8 %) in OUT/profile/
+#                             symbols (PERF_LIMIT=0.8 %), system calls and
+#                             context switches in OUT/profile/
+#   PROFILE_RESOLVERS=bulwark the resolvers profiled so (others: to compare)
+#   PERF_ARGS=                more for perf record (-g: call graphs; with
+#                             KEEP_WORK=1 the perf.data files are kept)
 #   NICE=-20                  the whole run's priority, also given to this
 #                             session's autogroup (put back at the end): the
 #                             cores are shared, and another session's build
 #                             would otherwise take half the resolver's core
 #                             (NICE=0 to be polite)
+#   BULWARK_UDP_WORKERS=threads  bulwark's [server] udp_workers (threads or
+#                             runtime: docs/configuration.md)
 #   BULWARK_BIN=target/release/bulwark (built unless NO_BUILD=1)
 #   OUT=bench/results/resolver-YYYYMMDD   raw files, tables, charts
 #                             (--quick: /tmp/resolver-quick-YYYYMMDD)
 #   KEEP_WORK=1               keep the temp dir (configs, logs, the internet)
+#   SIGNED_NET=DIR            serve the signed internet a kept run left in
+#                             DIR (its net-signed/) instead of signing anew
+#                             (same SEED and sizes; signatures last 4 weeks)
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -120,6 +129,9 @@ CHECK_NAMES=${CHECK_NAMES:-40}
 PROFILE=${PROFILE:-1}
 PERF_FREQ=${PERF_FREQ:-1999}
 PERF_LIMIT=${PERF_LIMIT:-0.8}
+PROFILE_RESOLVERS=${PROFILE_RESOLVERS:-bulwark}
+PERF_ARGS=${PERF_ARGS:-}
+BULWARK_UDP_WORKERS=${BULWARK_UDP_WORKERS:-threads}
 NICE=${NICE:--20}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BULWARK_BIN=${BULWARK_BIN:-$CARGO_TARGET_DIR/release/bulwark}
@@ -137,7 +149,7 @@ export RESOLVERS WORKLOADS DNSDIST DNSDIST_BACKEND PASSES RAMP SUSTAIN COLD_MAX 
     VALIDATING_MAX NSEC3_SHARE NSEC3_OPTOUT_SHARE SIGNER SIGN_JOBS \
     FORWARD_MAX INTERVAL TIMEOUT WARM_NAMES PRIME_QPS ZONES TLDS HOSTERS HOSTED_SHARE \
     ADDRESSES NAMES_PER_ZONE AUTH_SERVERS SEED CACHE_BYTES CONCURRENCY RESOLVER_CPU GEN_CPU \
-    CHECK_NAMES PROFILE PERF_FREQ PERF_LIMIT BULWARK_BIN STAMP OUT
+    CHECK_NAMES PROFILE PROFILE_RESOLVERS PERF_ARGS BULWARK_UDP_WORKERS PERF_FREQ PERF_LIMIT BULWARK_BIN STAMP OUT
 
 # Outside the namespace: build, then run this script again in a private
 # network namespace (unshare -n: nothing outside can reach it, nothing in it
@@ -213,10 +225,12 @@ SERVER_PID=
 BACKEND_PID=
 SAMPLER_PID=
 PERF_PID=
+PERFSTAT_PID=
 cleanup() {
     local p
     [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
     [ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null
+    [ -n "$PERFSTAT_PID" ] && kill -INT "$PERFSTAT_PID" 2>/dev/null
     [ -n "$SERVER_PID" ] && stop_server "$SERVER_PID"
     [ -n "$BACKEND_PID" ] && stop_server "$BACKEND_PID"
     for p in "${AUTH_PIDS[@]}"; do stop_server "$p"; done
@@ -239,7 +253,22 @@ if [ "$NEED_PLAIN" = 1 ]; then
     siminet --out "$NET_PLAIN"
     NAMES_DIR=$NET_PLAIN
 fi
-if [ "$NEED_SIGNED" = 1 ]; then
+if [ "$NEED_SIGNED" = 1 ] && [ -n "${SIGNED_NET:-}" ]; then
+    # A signed internet an earlier run kept (KEEP_WORK=1): the same SEED
+    # and sizes give the same names, so only the signing is skipped.
+    [ -f "$SIGNED_NET/names.txt" ] || { echo "SIGNED_NET=$SIGNED_NET holds no signed internet" >&2; exit 2; }
+    log "reusing the signed internet in $SIGNED_NET"
+    # Its files name the directory it was made in: moved since, they are
+    # made to name where it is now.
+    made_in=$(awk 'NR == 1 { print $2 }' "$SIGNED_NET/servers.txt" | xargs dirname)
+    if [ "$made_in" != "$SIGNED_NET" ]; then
+        sed -i "s|$made_in|$SIGNED_NET|g" "$SIGNED_NET"/servers.txt "$SIGNED_NET"/zones.txt \
+            "$SIGNED_NET"/server-*.conf
+    fi
+    NET_SIGNED=$SIGNED_NET
+    SIGN_SECONDS=0
+    NAMES_DIR=${NAMES_DIR:-$NET_SIGNED}
+elif [ "$NEED_SIGNED" = 1 ]; then
     log "generating and signing the simulated internet ($ZONES zones, NSEC3 share $NSEC3_SHARE) in $NET_SIGNED"
     t_sign=$(date +%s)
     siminet --out "$NET_SIGNED" --sign --nsec3-share "$NSEC3_SHARE" \
@@ -498,9 +527,14 @@ run_one() {
     if [ -n "${PROFILING:-}" ]; then
         # Where the resolver's time goes over the ramp: perf samples on its
         # threads (perf itself on the generator's core).
-        taskset -c "$GEN_CPU" perf record -F "$PERF_FREQ" -o "$WORK/perf.data" \
+        taskset -c "$GEN_CPU" perf record -F "$PERF_FREQ" $PERF_ARGS -o "$WORK/perf.data" \
             -p "$(echo $pids | tr ' ' ,)" >"$WORK/perf.log" 2>&1 &
         PERF_PID=$!
+        # What the resolver asks of the kernel: system calls by name and
+        # context switches, to set beside its answers.
+        taskset -c "$GEN_CPU" perf stat -e 'syscalls:sys_enter_*,context-switches' -x, \
+            -o "$WORK/perfstat.csv" -p "$(echo $pids | tr ' ' ,)" >/dev/null 2>&1 &
+        PERFSTAT_PID=$!
     fi
     # The sampler on the generator's core, out of the resolver's way.
     taskset -c "$GEN_CPU" /usr/bin/python3 "$LIB/sample.py" "$RAW/$id.samples.tsv" "$INTERVAL" \
@@ -524,6 +558,14 @@ run_one() {
             perf report -i "$WORK/perf.data" --stdio --no-children --sort dso \
                 --percent-limit 1 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12 || true
         } >"$RAW/$id.perf.txt"
+        kill -INT "$PERFSTAT_PID" 2>/dev/null || true
+        wait "$PERFSTAT_PID" 2>/dev/null || true
+        PERFSTAT_PID=
+        {
+            echo "# perf stat of $res's threads over the $wl ramp: system calls and context switches"
+            awk -F, '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); print $1, $3 }' \
+                "$WORK/perfstat.csv" 2>/dev/null | sort -rn | head -n 30 || true
+        } >"$RAW/$id.syscalls.txt"
         if [ -n "${KEEP_WORK:-}" ]; then
             mv "$WORK/perf.data" "$WORK/$id.perf.data"   # for perf annotate
         else
@@ -612,12 +654,14 @@ done
 # Profiles: bulwark once more per workload under perf record, outside the
 # measured passes (perf's sampling costs the resolver a little), kept in
 # OUT/profile/ beside the raw files.
-if [ "$PROFILE" = 1 ] && [[ " $RESOLVERS " == *" bulwark "* ]] && command -v perf >/dev/null; then
+if [ "$PROFILE" = 1 ] && command -v perf >/dev/null; then
     MEASURED_RAW=$RAW
     RAW=$OUT/profile
     mkdir -p "$RAW"
     for wl in $WORKLOADS; do
-        PROFILING=1 run_one "$wl" bulwark profile
+        for res in $PROFILE_RESOLVERS; do
+            [[ " $RESOLVERS " == *" $res "* ]] && PROFILING=1 run_one "$wl" "$res" profile
+        done
     done
     RAW=$MEASURED_RAW
 fi

@@ -27,6 +27,7 @@ res_start_bulwark() {
     {
         echo "[server]"
         echo "listen = [\"$addr:53\"]"
+        echo "udp_workers = \"$BULWARK_UDP_WORKERS\""
         echo "[resolver]"
         echo "root_hints = [$hints]"
         echo "allow_recursion = [\"0.0.0.0/0\"]"
