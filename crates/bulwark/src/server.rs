@@ -566,13 +566,21 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     runtime.spawn(Arc::clone(&app.reporter).run_summaries(shutdown.clone()));
-    let workers = udp.spawn(
-        &UdpConfig::default(),
-        |_| {
-            ServerHandler::new(&shared, Transport::Udp).with_response_cache(settings.response_cache)
-        },
-        &shutdown,
-    )?;
+    let make_udp_handler = |_| {
+        ServerHandler::new(&shared, Transport::Udp).with_response_cache(settings.response_cache)
+    };
+    // Tasks beside the resolver's driver, or threads of their own
+    // (bulwark_net::udp, docs/configuration.md `udp_workers`).
+    let workers = if settings.udp_workers == crate::settings::UdpWorkerMode::Runtime {
+        udp.spawn_tasks(
+            runtime.handle(),
+            &UdpConfig::default(),
+            make_udp_handler,
+            &shutdown,
+        )?
+    } else {
+        udp.spawn(&UdpConfig::default(), make_udp_handler, &shutdown)?
+    };
     if let Ok(mut g) = app.udp.lock() {
         *g = Some(workers);
     }

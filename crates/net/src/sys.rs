@@ -414,6 +414,28 @@ pub(crate) struct SendBatch {
     ctrl: Vec<u64>,
 }
 
+// SAFETY: the raw pointers in a batch's headers point only into heap
+// buffers the batch itself owns (or, for a send, into buffers borrowed for
+// the one call that sets them), never shared with another thread. Moving
+// the batch moves the owner of those buffers, which do not move: a worker
+// run as a task may be resumed on another of the runtime's threads.
+unsafe impl Send for RecvBatch {}
+// SAFETY: as for RecvBatch.
+unsafe impl Send for SendBatch {}
+
+/// Registers `socket` with the current runtime's reactor, to learn when it
+/// is readable.
+pub(crate) fn register_readable(
+    socket: std::sync::Arc<socket2::Socket>,
+) -> io::Result<tokio::io::unix::AsyncFd<std::sync::Arc<socket2::Socket>>> {
+    // SAFETY: the AsyncFd holds a reference to the socket, so its fd stays
+    // open (and is not reused) for as long as it is registered.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(socket, tokio::io::Interest::READABLE)
+            .map_err(|e| e.into_parts().1)
+    }
+}
+
 /// What became of a batch of responses.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Sent {

@@ -175,6 +175,7 @@ fn resolve(
     let (mut listen, mut listen_given) =
         server::listen_addresses(&args.listen, &f.server, !f.listeners.is_empty(), src, p);
     let threads = server::threads(args.threads, &f.server);
+    let udp_workers = server::udp_workers(&f.server, src, p);
     let limits = server::build_limits(&f.server, src, p);
     let log_format = observability::build_log_format(args.log_format, &f.log);
     let log_level = observability::build_log_level(args.log_level.as_ref(), &f.log, src, p);
@@ -255,6 +256,7 @@ fn resolve(
         listen,
         listen_given,
         threads,
+        udp_workers,
         max_udp_payload: limits.max_udp_payload,
         response_cache: limits.response_cache,
         tcp_idle_timeout: limits.tcp_idle_timeout,

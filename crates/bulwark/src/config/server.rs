@@ -36,6 +36,8 @@ pub const DEFAULT_LISTEN: [&str; 2] = ["127.0.0.1:53", "[::1]:53"];
 pub struct ServerSection {
     pub listen: Option<Vec<Spanned<String>>>,
     pub threads: Option<Spanned<usize>>,
+    /// How UDP workers wait: `threads` or `runtime`.
+    pub udp_workers: Option<Spanned<String>>,
     pub max_udp_payload: Option<Spanned<u16>>,
     /// Responses each UDP worker remembers; 0 turns the cache off.
     pub response_cache: Option<Spanned<usize>>,
@@ -142,6 +144,30 @@ pub fn threads(flag: Option<usize>, s: &ServerSection) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         threads
+    }
+}
+
+/// `udp_workers`: threads of their own (the default), or tasks on the
+/// runtime the resolver's driver runs on.
+pub fn udp_workers(
+    s: &ServerSection,
+    loc: &dyn Locate,
+    problems: &mut Vec<String>,
+) -> crate::settings::UdpWorkerMode {
+    use crate::settings::UdpWorkerMode;
+    let Some(mode) = &s.udp_workers else {
+        return UdpWorkerMode::Threads;
+    };
+    match mode.get_ref().as_str() {
+        "threads" => UdpWorkerMode::Threads,
+        "runtime" => UdpWorkerMode::Runtime,
+        other => {
+            problems.push(loc.at(
+                mode.span(),
+                format!("[server] udp_workers: `{other}`: expected \"threads\" or \"runtime\""),
+            ));
+            UdpWorkerMode::Threads
+        }
     }
 }
 

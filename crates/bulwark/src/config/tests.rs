@@ -458,3 +458,23 @@ fn a_bad_trust_anchor_is_an_error_naming_where_it_is() {
         settings("[resolver]\ntrust_anchor_files = [\"/nonexistent/root.key\"]\n").unwrap_err();
     assert!(err.problems[0].contains("/nonexistent/root.key"), "{err}");
 }
+
+#[test]
+fn udp_workers_are_threads_unless_the_runtime_is_asked_for() {
+    use crate::settings::UdpWorkerMode;
+    assert_eq!(settings("").unwrap().udp_workers, UdpWorkerMode::Threads);
+    let s = settings("[server]\nudp_workers = \"runtime\"\n").unwrap();
+    assert_eq!(s.udp_workers, UdpWorkerMode::Runtime);
+    let s = settings("[server]\nudp_workers = \"threads\"\n").unwrap();
+    assert_eq!(s.udp_workers, UdpWorkerMode::Threads);
+    let err = settings("[server]\nthreads = 1\nudp_workers = \"tokio\"\n").unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(
+        err.problems[0].starts_with("/etc/bulwark/bulwark.toml:3:15: "),
+        "{err}"
+    );
+    assert!(
+        err.problems[0].contains("\"threads\" or \"runtime\""),
+        "{err}"
+    );
+}

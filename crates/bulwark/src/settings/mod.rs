@@ -31,6 +31,19 @@ pub use replication::{
 pub use resolver::{ResolverSettings, IANA_ROOT_HINTS};
 pub use zone::ZoneSpec;
 
+/// How UDP workers wait for queries (`[server] udp_workers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UdpWorkerMode {
+    /// A thread each, asleep in recvmmsg: the cheapest wait there is, and
+    /// what cache hits and authoritative answers want.
+    #[default]
+    Threads,
+    /// Tasks on the async runtime, beside the resolver's driver: no thread
+    /// to wake per datagram while the driver holds the core, which pays
+    /// when most questions miss the cache on few cores.
+    Runtime,
+}
+
 /// What the server runs with, validated.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -39,6 +52,7 @@ pub struct Settings {
     /// Whether `listen` came from the user (else the defaults).
     pub listen_given: bool,
     pub threads: usize,
+    pub udp_workers: UdpWorkerMode,
     pub max_udp_payload: u16,
     /// Slots of each UDP worker's response cache (0: off).
     pub response_cache: usize,

@@ -321,9 +321,12 @@ fn wait_answers(process: &mut ChildGuard, addr: SocketAddr) {
 fn start_bulwark(net: &SimInternet, dir: &Path) -> (ChildGuard, SocketAddr) {
     let hints: Vec<String> = net.root_hints.iter().map(|a| format!("\"{a}\"")).collect();
     // The servers are on 127.0.0.0/8, which a resolver refuses to ask by
-    // default: query_localhost lets it.
+    // default: query_localhost lets it. The UDP workers are tasks on the
+    // runtime here (the other resolver tests run them as threads): this
+    // test's thousands of questions over real sockets are the check that
+    // they answer alike.
     let conf = format!(
-        "[server]\nlisten = [\"{BULWARK_ADDR}\"]\n\n[resolver]\nroot_hints = [{}]\ndnssec_validation = false\n\
+        "[server]\nlisten = [\"{BULWARK_ADDR}\"]\nudp_workers = \"runtime\"\n\n[resolver]\nroot_hints = [{}]\ndnssec_validation = false\n\
          allow_recursion = [\"127.0.0.0/8\"]\nquery_localhost = true\n",
         hints.join(", ")
     );
