@@ -124,6 +124,9 @@ pub struct ResolverStats {
     pub insecure: u64,
     pub bogus: u64,
     pub indeterminate: u64,
+    /// Signatures checked (a cryptographic verification each; those a
+    /// verdict already held for are not counted).
+    pub signature_checks: u64,
 }
 
 pub struct Resolver {

@@ -147,6 +147,11 @@ pub fn families(f: &ResolverFigures) -> Vec<Family> {
             e.aggressive_answers,
         ),
         (
+            "bulwark_resolver_signature_checks_total",
+            "DNSSEC signatures checked while validating (one cryptographic verification each).",
+            e.signature_checks,
+        ),
+        (
             "bulwark_resolver_stale_answers_total",
             "Answers served from expired data (RFC 8767 serve-stale).",
             e.stale_served,

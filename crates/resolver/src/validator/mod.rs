@@ -178,7 +178,12 @@ impl Resolver {
                 .unwrap_or_default();
             let mut budget = Budget::new(limits);
             self.bogus_zones.clear();
-            match self.judge(task, &r, now, &mut budget) {
+            let judged = self.judge(task, &r, now, &mut budget);
+            self.stats.signature_checks = self
+                .stats
+                .signature_checks
+                .saturating_add(u64::from(budget.used()));
+            match judged {
                 Ok(verdict) if self.retry_elsewhere(task, &verdict, now) => {
                     return Step::Continue;
                 }
