@@ -134,15 +134,6 @@ fn first_ttl(a: &Answer) -> u32 {
         .unwrap()
 }
 
-fn metric(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
-}
-
 #[test]
 fn resolves_through_knotd_and_answers_its_own_zones_itself() {
     let dir = support::temp_dir("bulwark-resolver-");
@@ -208,8 +199,8 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
 
     let first = ask(r.addr, &q);
     assert_eq!(first.rdata_of("A"), ["192.0.2.80"], "{first}");
-    let sent = metric(
-        &scrape(prometheus),
+    let sent = support::metric(
+        &support::scrape_metrics(prometheus),
         "bulwark_resolver_upstream_queries_total",
     );
     assert!(sent >= 1);
@@ -217,13 +208,13 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
     // Asked again: from the cache, no query upstream, the TTL counting down.
     let again = ask(r.addr, &q);
     assert!(first_ttl(&again) <= first_ttl(&first));
-    let text = scrape(prometheus);
+    let text = support::scrape_metrics(prometheus);
     assert_eq!(
-        metric(&text, "bulwark_resolver_upstream_queries_total"),
+        support::metric(&text, "bulwark_resolver_upstream_queries_total"),
         sent
     );
-    assert!(metric(&text, "bulwark_resolver_answers_from_cache_total") >= 1);
-    assert!(metric(&text, "bulwark_resolver_cache_entries") >= 1);
+    assert!(support::metric(&text, "bulwark_resolver_answers_from_cache_total") >= 1);
+    assert!(support::metric(&text, "bulwark_resolver_cache_entries") >= 1);
     let stats = ctl_ok(&r.socket, &["cache", "stats"]);
     assert!(
         stats
@@ -237,8 +228,8 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
     let later = ask(r.addr, &q);
     assert!(first_ttl(&later) <= 100, "{later}");
     assert_eq!(
-        metric(
-            &scrape(prometheus),
+        support::metric(
+            &support::scrape_metrics(prometheus),
             "bulwark_resolver_upstream_queries_total"
         ),
         sent
@@ -246,8 +237,8 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
     ctl_ok(&r.socket, &["test-clock", "advance", "200"]);
     let expired = ask(r.addr, &q);
     assert_eq!(expired.rdata_of("A"), ["192.0.2.80"]);
-    let resent = metric(
-        &scrape(prometheus),
+    let resent = support::metric(
+        &support::scrape_metrics(prometheus),
         "bulwark_resolver_upstream_queries_total",
     );
     assert!(resent > sent, "expired data is asked for again");
@@ -259,8 +250,8 @@ fn the_cache_is_counted_flushed_and_expired_by_the_test_clock() {
     );
     assert!(out.contains("flushed"), "{out}");
     ask(r.addr, &q);
-    let after_flush = metric(
-        &scrape(prometheus),
+    let after_flush = support::metric(
+        &support::scrape_metrics(prometheus),
         "bulwark_resolver_upstream_queries_total",
     );
     assert!(after_flush > resent);
@@ -280,8 +271,8 @@ fn the_cache_survives_a_reload() {
     let prometheus = r.prometheus.expect("prometheus bound");
     let q = recursive("www.upstream.test.", RecordType::A);
     assert_eq!(ask(r.addr, &q).rdata_of("A"), ["192.0.2.80"]);
-    let sent = metric(
-        &scrape(prometheus),
+    let sent = support::metric(
+        &support::scrape_metrics(prometheus),
         "bulwark_resolver_upstream_queries_total",
     );
     let entries = |r: &Resolver| {
@@ -307,8 +298,8 @@ fn the_cache_survives_a_reload() {
     assert_eq!(entries(&r), before);
     assert_eq!(ask(r.addr, &q).rdata_of("A"), ["192.0.2.80"]);
     assert_eq!(
-        metric(
-            &scrape(prometheus),
+        support::metric(
+            &support::scrape_metrics(prometheus),
             "bulwark_resolver_upstream_queries_total"
         ),
         sent,
@@ -396,20 +387,6 @@ fn an_unreachable_root_is_servfail_saying_no_reachable_authority() {
         "EDE 22 (no reachable authority) or 23 (network error), not {code:?}"
     );
     drop(r);
-}
-
-fn scrape(addr: SocketAddr) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
 }
 
 #[test]

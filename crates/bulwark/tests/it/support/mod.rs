@@ -1087,3 +1087,29 @@ pub fn extended_error(raw: &[u8]) -> Option<(u16, String)> {
     }
     None
 }
+
+/// The Prometheus text a server's `[prometheus]` listener serves.
+pub fn scrape_metrics(addr: SocketAddr) -> String {
+    use std::io::Read;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    body
+}
+
+/// The value of the unlabelled sample `name` in Prometheus text.
+pub fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
