@@ -13,14 +13,13 @@
 //! core the datagram came in on, for every few queries; a task is found ready
 //! by the runtime between its other tasks, without waking anyone.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-
-use std::future::Future;
 use std::task::Poll;
+use std::thread::JoinHandle;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::unix::AsyncFd;
@@ -176,14 +175,7 @@ impl UdpListeners {
         F: FnMut(usize) -> H,
         H: QueryHandler + Send + 'static,
     {
-        let mut workers = UdpWorkers {
-            threads: Vec::with_capacity(self.sockets.len()),
-            tasks: Vec::new(),
-            runtime: None,
-            counters: Vec::with_capacity(self.sockets.len()),
-            sockets: self.sockets.iter().flatten().cloned().collect(),
-            shutdown: shutdown.clone(),
-        };
+        let mut workers = UdpWorkers::new(&self.sockets, None, shutdown);
         for (w, sockets) in self.sockets.into_iter().enumerate() {
             let handler = make_handler(w);
             let counters = Arc::new(Counters::default());
@@ -228,14 +220,7 @@ impl UdpListeners {
         F: FnMut(usize) -> H,
         H: QueryHandler + Send + 'static,
     {
-        let mut workers = UdpWorkers {
-            threads: Vec::new(),
-            tasks: Vec::with_capacity(self.sockets.len()),
-            runtime: Some(runtime.clone()),
-            counters: Vec::with_capacity(self.sockets.len()),
-            sockets: self.sockets.iter().flatten().cloned().collect(),
-            shutdown: shutdown.clone(),
-        };
+        let mut workers = UdpWorkers::new(&self.sockets, Some(runtime), shutdown);
         for (w, sockets) in self.sockets.into_iter().enumerate() {
             // Registered with the reactor here, so a failure is the caller's.
             let ready = {
@@ -302,6 +287,27 @@ pub struct UdpWorkers {
 }
 
 impl UdpWorkers {
+    /// None running yet: room for a thread or a task per worker of `sockets`.
+    fn new(
+        sockets: &[Vec<Arc<Socket>>],
+        runtime: Option<&tokio::runtime::Handle>,
+        shutdown: &Shutdown,
+    ) -> UdpWorkers {
+        let (threads, tasks) = if runtime.is_some() {
+            (0, sockets.len())
+        } else {
+            (sockets.len(), 0)
+        };
+        UdpWorkers {
+            threads: Vec::with_capacity(threads),
+            tasks: Vec::with_capacity(tasks),
+            runtime: runtime.cloned(),
+            counters: Vec::with_capacity(sockets.len()),
+            sockets: sockets.iter().flatten().cloned().collect(),
+            shutdown: shutdown.clone(),
+        }
+    }
+
     pub fn stats(&self) -> UdpStats {
         let mut s = UdpStats::default();
         for c in &self.counters {
