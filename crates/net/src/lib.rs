@@ -1,4 +1,5 @@
-//! Sockets: UDP with batched syscalls (`recvmmsg`/`sendmmsg`), TCP per RFC 7766.
+//! Sockets: UDP with batched syscalls (`recvmmsg`/`sendmmsg`), TCP per RFC 7766,
+//! DNS over TLS per RFC 7858.
 //!
 //! This is the only crate allowed `unsafe`: each block is small, sits in `sys.rs`
 //! or beside the syscall it wraps, and carries a `// SAFETY:` comment. Everything
@@ -27,6 +28,7 @@ mod stream;
 mod sys;
 mod systemd;
 pub mod tcp;
+pub mod tls;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -43,7 +45,8 @@ pub use metrics_http::{bind_metrics, serve_metrics, MetricsBody, MetricsListener
 pub use shutdown::Shutdown;
 pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
 pub use systemd::sd_notify;
-pub use tcp::{bind_tcp, serve_tcp, BoundTcp, TcpConfig, TcpStats};
+pub use tcp::{bind_tcp, serve_tcp, serve_tls, BoundTcp, TcpConfig, TcpStats};
+pub use tls::{ServerCertificate, TlsError, TlsServer};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 
 /// The queries of one received batch, by index, for

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
@@ -23,6 +23,7 @@ use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
 use crate::shutdown::Shutdown;
+use crate::tls::TlsServer;
 use crate::QueryHandler;
 
 /// RFC 7766 §6.2.3 suggests an idle timeout "on the order of seconds".
@@ -163,6 +164,11 @@ pub struct TcpStats {
     /// Closed while idle or stalled mid-message, to make room for a newer
     /// connection of a client at `max_connections_per_client`.
     pub evicted: AtomicU64,
+    /// TLS only: the handshake was not done within the handshake timeout.
+    pub handshake_timeout: AtomicU64,
+    /// TLS only: the handshake failed (no protocol or cipher in common, an
+    /// ALPN other than DoT's, not TLS at all).
+    pub handshake_failed: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -182,10 +188,45 @@ where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
+    serve_streams(listeners, config, None, make_handler, stats, shutdown).await
+}
+
+/// Serves DNS over TLS (RFC 7858) on every listener until `shutdown` fires:
+/// the same framing, limits and counters as [`serve_tcp`], each connection
+/// first completing a TLS handshake within the server's handshake timeout.
+pub async fn serve_tls<F, H>(
+    listeners: Vec<BoundTcp>,
+    config: TcpConfig,
+    tls: TlsServer,
+    make_handler: F,
+    stats: Arc<TcpStats>,
+    shutdown: Shutdown,
+) -> Result<(), NetError>
+where
+    F: Fn() -> H + Send + Sync + 'static,
+    H: QueryHandler + Send + 'static,
+{
+    let tls = Some(Arc::new(tls));
+    serve_streams(listeners, config, tls, make_handler, stats, shutdown).await
+}
+
+async fn serve_streams<F, H>(
+    listeners: Vec<BoundTcp>,
+    config: TcpConfig,
+    tls: Option<Arc<TlsServer>>,
+    make_handler: F,
+    stats: Arc<TcpStats>,
+    shutdown: Shutdown,
+) -> Result<(), NetError>
+where
+    F: Fn() -> H + Send + Sync + 'static,
+    H: QueryHandler + Send + 'static,
+{
     let limits = Arc::new(Limits {
         slots: Semaphore::new(config.max_connections.max(1)),
         clients: Arc::new(ClientTable::new(config.max_connections_per_client)),
         config,
+        tls,
     });
     let make_handler = Arc::new(make_handler);
     let mut accepts = tokio::task::JoinSet::new();
@@ -208,6 +249,8 @@ struct Limits {
     config: TcpConfig,
     slots: Semaphore,
     clients: Arc<ClientTable>,
+    /// `Some` for DNS over TLS listeners.
+    tls: Option<Arc<TlsServer>>,
 }
 
 async fn accept_loop<F, H>(
@@ -270,15 +313,15 @@ async fn accept_loop<F, H>(
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut stream = stream;
+            let _ = stream.set_nodelay(true);
+            let who = Peer {
+                addr: peer,
+                local,
+                slot: connection.client.as_ref(),
+            };
             let end = tokio::select! {
                 _ = shutdown.wait() => ConnectionEnd::Shutdown,
-                end = serve_connection(
-                    &mut stream,
-                    Peer { addr: peer, local, slot: connection.client.as_ref() },
-                    handler,
-                    &connection.limits.config,
-                    &connection.stats,
-                ) => end,
+                end = serve_accepted(&mut stream, who, handler, &connection) => end,
             };
             tracing::debug!(%peer, reason = %end, "TCP connection closed");
             // Counted and its places given back before the socket closes, so a
@@ -289,6 +332,50 @@ async fn accept_loop<F, H>(
         });
     }
 }
+
+/// Serves an accepted connection, in the clear or after a TLS handshake. TLS
+/// borrows the socket, which the caller closes once the connection is counted.
+async fn serve_accepted<H: QueryHandler>(
+    stream: &mut TcpStream,
+    who: Peer<'_>,
+    handler: H,
+    connection: &Connection,
+) -> ConnectionEnd {
+    let (config, stats) = (&connection.limits.config, &*connection.stats);
+    let Some(tls) = connection.limits.tls.as_deref() else {
+        return serve_connection(stream, who, handler, config, stats).await;
+    };
+    // A connection still in its handshake is idle: a newer connection of
+    // the same client at its cap may take its place.
+    let evicted = async {
+        match who.slot {
+            Some(s) => s.evicted().await,
+            None => std::future::pending().await,
+        }
+    };
+    let handshake = tokio::time::timeout(tls.handshake_timeout, tls.acceptor.accept(stream));
+    let mut stream = tokio::select! {
+        () = evicted => return ConnectionEnd::Evicted,
+        done = handshake => match done {
+            Err(_) => return ConnectionEnd::HandshakeTimeout,
+            Ok(Err(e)) => return ConnectionEnd::Handshake(e),
+            Ok(Ok(s)) => s,
+        },
+    };
+    let end = serve_connection(&mut stream, who, handler, config, stats).await;
+    // RFC 8446 §6.1: a close_notify tells the client that nothing was cut
+    // off; a client that has gone or stalled does not get to delay the close.
+    if matches!(
+        end,
+        ConnectionEnd::PeerClosed | ConnectionEnd::Idle | ConnectionEnd::QueryLimit
+    ) {
+        let _ = tokio::time::timeout(CLOSE_NOTIFY_WAIT, stream.shutdown()).await;
+    }
+    end
+}
+
+/// How long a TLS connection's close waits for its close_notify to be sent.
+const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
 
 /// Holds a connection's places in the caps; dropping it gives them back.
 struct Connection {
@@ -310,6 +397,8 @@ impl Connection {
             ConnectionEnd::Io(_) => &stats.io_error,
             ConnectionEnd::Shutdown => &stats.shutdown,
             ConnectionEnd::Evicted => &stats.evicted,
+            ConnectionEnd::HandshakeTimeout => &stats.handshake_timeout,
+            ConnectionEnd::Handshake(_) => &stats.handshake_failed,
         });
     }
 }
@@ -341,6 +430,10 @@ enum ConnectionEnd {
     Shutdown,
     #[error("evicted to make room for a newer connection of the same client")]
     Evicted,
+    #[error("TLS handshake not completed in time")]
+    HandshakeTimeout,
+    #[error("TLS handshake failed: {0}")]
+    Handshake(std::io::Error),
 }
 
 /// Who a connection serves, and its place among its client's connections.
@@ -351,8 +444,8 @@ struct Peer<'a> {
 }
 
 /// Reads, answers and writes until a limit or the client ends the connection.
-async fn serve_connection<H: QueryHandler>(
-    stream: &mut TcpStream,
+async fn serve_connection<H: QueryHandler, S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     who: Peer<'_>,
     mut handler: H,
     config: &TcpConfig,
@@ -363,7 +456,6 @@ async fn serve_connection<H: QueryHandler>(
         local,
         slot,
     } = who;
-    let _ = stream.set_nodelay(true);
     let mut decoder = FrameDecoder::new(config.max_query_size);
     let mut out: Vec<u8> = Vec::new();
     let mut responses: Vec<u8> = Vec::new();
@@ -507,8 +599,8 @@ async fn serve_connection<H: QueryHandler>(
 const MAX_REPLIES_WAITING: usize = 64;
 
 /// Waits for the next of the connection's waiting responses and writes it.
-async fn next_reply(
-    stream: &mut TcpStream,
+async fn next_reply<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     replies: &mut JoinSet<Option<Vec<u8>>>,
     responses: &mut Vec<u8>,
     write_limit: Duration,
@@ -522,8 +614,8 @@ async fn next_reply(
 /// Writes what is ready, then every waiting response as it comes (each
 /// resolution ends, answered or not, within the resolver's own limits; the
 /// idle timeout bounds the whole wait all the same).
-async fn finish(
-    stream: &mut TcpStream,
+async fn finish<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     replies: &mut JoinSet<Option<Vec<u8>>>,
     responses: &mut Vec<u8>,
     config: &TcpConfig,
@@ -554,8 +646,8 @@ fn push_framed(responses: &mut Vec<u8>, msg: &[u8]) {
 /// responder. Messages are written one by one: a transfer of a large zone is
 /// never held whole, and a client that stops reading stops the job through
 /// the bounded queue.
-async fn relay_deferred(
-    stream: &mut TcpStream,
+async fn relay_deferred<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     job: Deferred,
     write_limit: Duration,
 ) -> Result<(), ConnectionEnd> {
@@ -572,15 +664,20 @@ async fn relay_deferred(
 /// Writes and clears the gathered responses. write_all copes with partial
 /// writes; the timeout stops a client that never reads from holding the
 /// connection forever.
-async fn write_responses(
-    stream: &mut TcpStream,
+async fn write_responses<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     responses: &mut Vec<u8>,
     limit: Duration,
 ) -> Result<(), ConnectionEnd> {
     if responses.is_empty() {
         return Ok(());
     }
-    let written = tokio::time::timeout(limit, stream.write_all(responses)).await;
+    // Flushed too: TLS holds records until then.
+    let written = tokio::time::timeout(limit, async {
+        stream.write_all(responses).await?;
+        stream.flush().await
+    })
+    .await;
     responses.clear();
     match written {
         Err(_) => Err(ConnectionEnd::WriteTimeout),

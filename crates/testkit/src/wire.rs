@@ -1,10 +1,9 @@
 //! DNS messages as raw bytes, written octet by octet so that what a test
 //! sends does not depend on the code under test: a query's header and
 //! question, the two-octet TCP length prefix, and reading one framed message
-//! back from a `std` [`TcpStream`].
+//! back from any reader (a TCP or TLS stream).
 
 use std::io::{self, Read};
-use std::net::TcpStream;
 
 /// The RD bit in the header's flags word (RFC 1035 §4.1.1).
 pub const RD: u16 = 0x0100;
@@ -56,7 +55,7 @@ pub fn framed(message: &[u8]) -> Vec<u8> {
 /// Reads one length-prefixed message (RFC 1035 §4.2.2) from `stream`,
 /// without the prefix. A close or timeout before the whole message is an
 /// error (the stream's read timeout applies to each read).
-pub fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+pub fn read_framed(stream: &mut impl Read) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 2];
     stream.read_exact(&mut len)?;
     let mut message = vec![0u8; usize::from(u16::from_be_bytes(len))];
@@ -94,7 +93,7 @@ mod tests {
     fn framing_prefixes_the_length_and_reading_removes_it() {
         assert_eq!(framed(&[9, 8, 7]), [0, 3, 9, 8, 7]);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         use std::io::Write;
         server.write_all(&framed(b"first")).unwrap();
