@@ -61,15 +61,26 @@ impl Drop for DemoZone {
 }
 
 /// The lines printed once the demo server is up, ready to paste.
-pub fn banner(addr: SocketAddr) -> String {
+pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>) -> String {
     let ip = addr.ip();
     let port = addr.port();
-    format!(
+    let mut text = format!(
         "bulwark is serving the demo zone {DEMO_ORIGIN} on {addr} (UDP and TCP). Try:\n  \
          dig @{ip} -p {port} www.demo.example A\n  \
-         kdig @{ip} -p {port} +tcp mail.demo.example AAAA\n\
-         Stop with Ctrl-C.\n"
-    )
+         kdig @{ip} -p {port} +tcp mail.demo.example AAAA\n"
+    );
+    if let Some(d) = dot {
+        let (ip, port) = (d.ip(), d.port());
+        // The certificate is made at start for `localhost` and signed by
+        // itself: kdig's +tls and dig's +tls encrypt without checking it.
+        text.push_str(&format!(
+            "and DNS over TLS on {d} (a self-signed certificate for localhost):\n  \
+             kdig @{ip} -p {port} +tls www.demo.example A\n  \
+             dig @{ip} -p {port} +tls www.demo.example A\n"
+        ));
+    }
+    text.push_str("Stop with Ctrl-C.\n");
+    text
 }
 
 #[cfg(test)]
@@ -79,9 +90,16 @@ mod tests {
 
     #[test]
     fn banner_names_address_and_port_for_dig_and_kdig() {
-        let b = banner("127.0.0.1:5301".parse().unwrap());
+        let b = banner("127.0.0.1:5301".parse().unwrap(), None);
         assert!(b.contains("dig @127.0.0.1 -p 5301 www.demo.example A"));
         assert!(b.contains("kdig @127.0.0.1 -p 5301"));
+        assert!(!b.contains("+tls"));
+        let b = banner(
+            "127.0.0.1:5301".parse().unwrap(),
+            Some("127.0.0.1:8853".parse().unwrap()),
+        );
+        assert!(b.contains("kdig @127.0.0.1 -p 8853 +tls www.demo.example A"));
+        assert!(b.contains("dig @127.0.0.1 -p 8853 +tls www.demo.example A"));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use arc_swap::{ArcSwap, Cache};
 use bulwark_auth::{AnswerConfig, AnswerOutcome, Answerer, Request, Transport, ZoneAccess};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlStats, RrlVerdict, ServerCookies};
 use bulwark_net::{Batch, Deferred, QueryHandler};
+use bulwark_proto::message::padding::{carries_padding, pad_to_block, RESPONSE_BLOCK};
 use bulwark_proto::message::{bits, truncate_to_question, write_error_response};
 use bulwark_proto::Rcode;
 use bulwark_zone::ZoneSet;
@@ -21,6 +22,7 @@ use crate::recursion::Recursion;
 use crate::settings::ZoneAcls;
 use crate::stats::{Asked, DropReason, Fate, StatsRegistry, Told, WorkerRecorder};
 use crate::tap::{QueryTap, TapSource};
+use crate::via::Via;
 
 /// What every handler of the server shares: the defences' state.
 #[derive(Debug, Clone)]
@@ -80,6 +82,8 @@ pub struct ServerHandler {
     /// shared counters when it ends.
     rrl_tally: RrlStats,
     clock: CoarseClock,
+    via: Via,
+    /// `via.transport()`, what the answering code is told.
     transport: Transport,
     stats: WorkerRecorder,
     tap: QueryTap,
@@ -97,7 +101,7 @@ pub struct ServerHandler {
 }
 
 impl ServerHandler {
-    pub fn new(shared: &Shared, transport: Transport) -> ServerHandler {
+    pub fn new(shared: &Shared, via: Via) -> ServerHandler {
         ServerHandler {
             answerer: Answerer::new(Arc::clone(&shared.config)),
             zones: Cache::new(Arc::clone(&shared.zones)),
@@ -107,10 +111,11 @@ impl ServerHandler {
             rrl: shared.rrl.clone(),
             rrl_tally: RrlStats::default(),
             clock: shared.clock.clone(),
-            transport,
-            stats: shared.stats.recorder(transport),
-            tap: QueryTap::new(shared.dnstap.as_ref(), transport),
-            query_log: QueryLog::new(shared.query_log, transport),
+            via,
+            transport: via.transport(),
+            stats: shared.stats.recorder(via),
+            tap: QueryTap::new(shared.dnstap.as_ref(), via),
+            query_log: QueryLog::new(shared.query_log, via),
             replication: shared.replication.clone(),
             reporter: Arc::clone(&shared.reporter),
             recursion: shared.recursion.clone(),
@@ -131,7 +136,7 @@ impl ServerHandler {
 impl std::fmt::Debug for ServerHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerHandler")
-            .field("transport", &self.transport)
+            .field("via", &self.via)
             .field("deferred", &self.deferred.is_some())
             .finish_non_exhaustive()
     }
@@ -153,6 +158,10 @@ impl QueryHandler for ServerHandler {
     ) -> bool {
         let started = self.stats.start();
         let Decided { fate, asked, said } = self.decide(query, peer, local, out);
+        if fate.sent() && self.via.is_encrypted() && carries_padding(query) {
+            // RFC 7830 §4 with RFC 8467 §4.1's block length.
+            pad_to_block(out, RESPONSE_BLOCK, usize::from(u16::MAX));
+        }
         let response = fate.sent().then_some(out.as_slice());
         let told = response.map(|r| Told {
             rcode: said.rcode,
@@ -391,7 +400,8 @@ impl ServerHandler {
                 let client = crate::recursion::Client {
                     peer,
                     local,
-                    tcp: self.transport == Transport::Tcp,
+                    via: self.via,
+                    padded: self.via.is_encrypted() && carries_padding(query),
                 };
                 return match recursion.defer(&request, client) {
                     Some(job) => {
@@ -524,7 +534,7 @@ mod tests {
             reporter,
             recursion: None,
         };
-        ServerHandler::new(&shared, Transport::Udp)
+        ServerHandler::new(&shared, Via::Udp)
     }
 
     #[test]

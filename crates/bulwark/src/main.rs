@@ -23,6 +23,7 @@ mod control;
 mod cookie_secrets;
 mod demo;
 mod diagnostics;
+mod dot;
 mod handler;
 mod logging;
 mod metrics_http;
@@ -39,6 +40,7 @@ mod signing;
 mod stats;
 mod tap;
 mod tools;
+mod via;
 mod zone_signer;
 mod zones;
 

@@ -6,11 +6,11 @@
 use std::fmt;
 use std::net::SocketAddr;
 
-use bulwark_auth::Transport;
 use bulwark_proto::message::Question;
 use bulwark_proto::MessageView;
 
 use crate::stats::Told;
+use crate::via::Via;
 
 /// The `tracing` target of the query events, for filtering them on their own.
 pub const TARGET: &str = "bulwark::query";
@@ -18,7 +18,7 @@ pub const TARGET: &str = "bulwark::query";
 #[derive(Debug, Clone)]
 pub struct QueryLog {
     enabled: bool,
-    transport: Transport,
+    via: Via,
 }
 
 /// A value, or `-` when there is none.
@@ -33,16 +33,9 @@ impl<T: fmt::Display> fmt::Display for OrDash<T> {
     }
 }
 
-fn transport_name(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Udp => "udp",
-        Transport::Tcp => "tcp",
-    }
-}
-
 impl QueryLog {
-    pub fn new(enabled: bool, transport: Transport) -> QueryLog {
-        QueryLog { enabled, transport }
+    pub fn new(enabled: bool, via: Via) -> QueryLog {
+        QueryLog { enabled, via }
     }
 
     pub fn is_on(&self) -> bool {
@@ -53,7 +46,7 @@ impl QueryLog {
     /// sent). The query is read again for its question: this log is for
     /// debugging, and costs far more than the read.
     pub fn log(&self, peer: SocketAddr, query: &[u8], told: Option<Told>) {
-        let transport = transport_name(self.transport);
+        let transport = self.via.name();
         let rcode = OrDash(told.map(|t| t.rcode));
         let size = told.map_or(0, |t| t.size);
         match MessageView::parse(query) {

@@ -38,6 +38,8 @@ pub struct ReadyFile {
 #[derive(Debug, Default)]
 pub struct Bound<'a> {
     pub dns: &'a [SocketAddr],
+    /// DNS over TLS listeners.
+    pub dot: &'a [SocketAddr],
     pub prometheus: Option<SocketAddr>,
     pub control: Option<&'a Path>,
 }
@@ -81,6 +83,9 @@ fn contents(pid: u32, bound: &Bound<'_>) -> String {
     for a in bound.dns {
         text.push_str(&format!("dns {a}\n"));
     }
+    for a in bound.dot {
+        text.push_str(&format!("dot {a}\n"));
+    }
     if let Some(a) = bound.prometheus {
         text.push_str(&format!("prometheus {a}\n"));
     }
@@ -104,6 +109,7 @@ mod tests {
         ];
         let bound = Bound {
             dns: &dns,
+            dot: &[],
             prometheus: Some("127.0.0.1:9153".parse().unwrap()),
             control: Some(Path::new("/run/bulwark/control.sock")),
         };

@@ -10,11 +10,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arc_swap::ArcSwap;
-use bulwark_auth::{AnswerConfig, CookiePolicy, Transport};
+use bulwark_auth::{AnswerConfig, CookiePolicy};
 use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
-    UdpListeners, UdpWorkers,
+    bind_tcp, bind_udp, serve_tcp, serve_tls, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats,
+    UdpConfig, UdpListeners, UdpWorkers,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -30,6 +30,7 @@ use crate::recursion::Recursion;
 use crate::settings::{Settings, ZoneAcls, ZoneSpec};
 use crate::stats::StatsRegistry;
 use crate::tap::TapSource;
+use crate::via::Via;
 use crate::zones::Zones;
 
 /// Re-signs signed zones when their pass is due (see `zone_signer`). It looks
@@ -78,6 +79,10 @@ pub struct App {
     pub(crate) shutdown: Shutdown,
     pub(crate) udp: Mutex<Option<UdpWorkers>>,
     pub(crate) tcp_stats: Arc<TcpStats>,
+    /// DNS over TLS connections; counted only when a DoT listener is bound.
+    pub(crate) tls_stats: Arc<TcpStats>,
+    /// Each DoT listener's certificate, read again on reload.
+    pub(crate) tls_certificates: Mutex<Vec<Arc<bulwark_net::ServerCertificate>>>,
     pub(crate) started: Instant,
     /// Swapped on reload with the zone list.
     pub(crate) zone_acls: Arc<ArcSwap<ZoneAcls>>,
@@ -104,7 +109,17 @@ impl App {
     pub async fn reload(self: &Arc<Self>) -> (bool, Vec<String>) {
         tracing::info!("reloading zones");
         crate::service::notify_reloading();
-        let result = self.reload_zones().await;
+        let mut result = self.reload_zones().await;
+        let certificates = self
+            .tls_certificates
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        let failed = crate::dot::reload_certificates(&certificates);
+        if !failed.is_empty() {
+            result.0 = false;
+            result.1.extend(failed);
+        }
         if let Some(tap) = &self.dnstap {
             tap.rotate();
         }
@@ -164,10 +179,12 @@ impl App {
             .ok()
             .and_then(|g| g.as_ref().map(UdpWorkers::stats))
             .unwrap_or_default();
+        let dot_on = self.tls_certificates.lock().is_ok_and(|c| !c.is_empty());
         crate::stats::collect::families(&crate::stats::collect::Sources {
             registry: &self.stats,
             udp,
             tcp: &self.tcp_stats,
+            tls: dot_on.then_some(&*self.tls_stats),
             events: self.reporter.counts(),
             rrl: self.rrl.as_ref().map(|r| r.stats()),
             cookie_rotations: self
@@ -456,6 +473,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         udp: Mutex::new(None),
         tcp_stats: Arc::new(TcpStats::default()),
+        tls_stats: Arc::new(TcpStats::default()),
+        tls_certificates: Mutex::new(Vec::new()),
         started: Instant::now(),
         zone_acls: Arc::new(ArcSwap::from_pointee(settings.zone_acls.clone())),
         rrl: rrl.clone(),
@@ -518,6 +537,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         bind_all(&settings.listen, settings.threads)?
     };
+    let dot = if demo_mode && !settings.listen_given {
+        crate::dot::TlsListeners::bind_demo()?
+    } else {
+        crate::dot::TlsListeners::bind(&settings)?
+    };
+    let dot_addrs = dot.local_addrs();
+    if let Ok(mut c) = app.tls_certificates.lock() {
+        *c = dot.certificates();
+    }
     let addrs = udp.local_addrs().to_vec();
     if let Ok(mut b) = app.bound.lock() {
         b.clone_from(&addrs);
@@ -566,9 +594,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     runtime.spawn(shared.clock.clone().run(shutdown.clone()));
     runtime.spawn(Arc::clone(&app.reporter).run_summaries(shutdown.clone()));
-    let make_udp_handler = |_| {
-        ServerHandler::new(&shared, Transport::Udp).with_response_cache(settings.response_cache)
-    };
+    let make_udp_handler =
+        |_| ServerHandler::new(&shared, Via::Udp).with_response_cache(settings.response_cache);
     // Tasks beside the resolver's driver, or threads of their own
     // (bulwark_net::udp, docs/configuration.md `udp_workers`).
     let workers = if settings.udp_workers == crate::settings::UdpWorkerMode::Runtime {
@@ -594,11 +621,24 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     {
         let shared = shared.clone();
-        let make = move || ServerHandler::new(&shared, Transport::Tcp);
+        let make = move || ServerHandler::new(&shared, Via::Tcp);
         let (stats, shutdown) = (Arc::clone(&app.tcp_stats), shutdown.clone());
         runtime.spawn(async move {
             if let Err(e) = serve_tcp(tcp, tcp_config, make, stats, shutdown.clone()).await {
                 tracing::error!(error = %e, "TCP listeners failed; stopping");
+                shutdown.trigger();
+            }
+        });
+    }
+    if !dot_addrs.is_empty() {
+        let servers = dot.into_servers(&settings.tls_limits)?;
+        let config = crate::dot::connection_config(&settings);
+        let shared = shared.clone();
+        let make = move || ServerHandler::new(&shared, Via::Tls);
+        let (stats, shutdown) = (Arc::clone(&app.tls_stats), shutdown.clone());
+        runtime.spawn(async move {
+            if let Err(e) = serve_tls(servers, config, make, stats, shutdown.clone()).await {
+                tracing::error!(error = %e, "DNS over TLS listeners failed; stopping");
                 shutdown.trigger();
             }
         });
@@ -652,10 +692,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for a in &addrs {
         tracing::info!(address = %a, threads = settings.threads, "listening on UDP and TCP");
     }
+    for a in &dot_addrs {
+        tracing::info!(address = %a, "listening for DNS over TLS");
+    }
     if demo_mode {
         if let Some(a) = addrs.first() {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(demo::banner(*a).as_bytes());
+            let _ = out.write_all(demo::banner(*a, dot_addrs.first().copied()).as_bytes());
             let _ = out.flush();
         }
     }
@@ -663,6 +706,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(file) = ready_file.as_mut() {
         file.write_ready(&crate::ready_file::Bound {
             dns: &addrs,
+            dot: &dot_addrs,
             prometheus: crate::metrics_http::listening(),
             control: settings.control_socket.as_deref(),
         });

@@ -14,10 +14,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bulwark_auth::Transport;
 use bulwark_dnstap::{MessageContext, MessageKind, Protocol, SinkConfig, Tap, Timestamp};
 
 use crate::settings::{Destination, DnstapSettings};
+use crate::via::Via;
 pub use resolver::{ResolverTap, Upstream};
 pub use writer::TapWriter;
 
@@ -111,10 +111,10 @@ impl TapSource {
 
     /// A queue for one handler: its own for a UDP worker, the shared TCP
     /// queue for a TCP connection. `None` once stopped.
-    fn tap_for(&self, transport: Transport) -> Option<Tap> {
-        match transport {
-            Transport::Udp => self.sink.lock().ok()?.as_ref().map(TapWriter::tap),
-            Transport::Tcp => self.tcp.lock().ok()?.as_ref().map(Tap::sibling),
+    fn tap_for(&self, via: Via) -> Option<Tap> {
+        match via {
+            Via::Udp => self.sink.lock().ok()?.as_ref().map(TapWriter::tap),
+            Via::Tcp | Via::Tls => self.tcp.lock().ok()?.as_ref().map(Tap::sibling),
         }
     }
 }
@@ -148,10 +148,10 @@ struct TapOn {
 }
 
 impl QueryTap {
-    pub fn new(source: Option<&Arc<TapSource>>, transport: Transport) -> QueryTap {
+    pub fn new(source: Option<&Arc<TapSource>>, via: Via) -> QueryTap {
         // Off altogether (no clock read per query) unless one of the kinds
         // this role produces is wanted.
-        let on = source.and_then(|s| s.tap_for(transport)).and_then(|tap| {
+        let on = source.and_then(|s| s.tap_for(via)).and_then(|tap| {
             let wanted = [
                 MessageKind::AuthQuery,
                 MessageKind::AuthResponse,
@@ -162,10 +162,7 @@ impl QueryTap {
             .any(|k| tap.wants(*k));
             wanted.then_some(TapOn {
                 tap,
-                protocol: match transport {
-                    Transport::Udp => Protocol::Udp,
-                    Transport::Tcp => Protocol::Tcp,
-                },
+                protocol: via.protocol(),
             })
         });
         QueryTap { on }
@@ -269,7 +266,7 @@ mod tests {
 
     #[test]
     fn off_tap_logs_nothing() {
-        let mut t = QueryTap::new(None, Transport::Udp);
+        let mut t = QueryTap::new(None, Via::Udp);
         assert!(t.on.is_none());
         t.auth(
             "127.0.0.1:1".parse().unwrap(),

@@ -188,16 +188,17 @@ where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
-    serve_streams(listeners, config, None, make_handler, stats, shutdown).await
+    let listeners = listeners.into_iter().map(|l| (l, None)).collect();
+    serve_streams(listeners, config, make_handler, stats, shutdown).await
 }
 
 /// Serves DNS over TLS (RFC 7858) on every listener until `shutdown` fires:
 /// the same framing, limits and counters as [`serve_tcp`], each connection
 /// first completing a TLS handshake within the server's handshake timeout.
+/// Each listener has its own certificate; the connection caps are shared.
 pub async fn serve_tls<F, H>(
-    listeners: Vec<BoundTcp>,
+    listeners: Vec<(BoundTcp, TlsServer)>,
     config: TcpConfig,
-    tls: TlsServer,
     make_handler: F,
     stats: Arc<TcpStats>,
     shutdown: Shutdown,
@@ -206,14 +207,17 @@ where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
-    let tls = Some(Arc::new(tls));
-    serve_streams(listeners, config, tls, make_handler, stats, shutdown).await
+    let listeners = listeners
+        .into_iter()
+        .map(|(l, tls)| (l, Some(Arc::new(tls))))
+        .collect();
+    serve_streams(listeners, config, make_handler, stats, shutdown).await
 }
 
+/// Listeners with `Some` TLS server serve DNS over TLS, the others TCP.
 async fn serve_streams<F, H>(
-    listeners: Vec<BoundTcp>,
+    listeners: Vec<(BoundTcp, Option<Arc<TlsServer>>)>,
     config: TcpConfig,
-    tls: Option<Arc<TlsServer>>,
     make_handler: F,
     stats: Arc<TcpStats>,
     shutdown: Shutdown,
@@ -226,14 +230,14 @@ where
         slots: Semaphore::new(config.max_connections.max(1)),
         clients: Arc::new(ClientTable::new(config.max_connections_per_client)),
         config,
-        tls,
     });
     let make_handler = Arc::new(make_handler);
     let mut accepts = tokio::task::JoinSet::new();
-    for l in listeners {
+    for (l, tls) in listeners {
         let listener = TcpListener::from_std(l.listener).map_err(NetError::Listener)?;
         accepts.spawn(accept_loop(
             listener,
+            tls,
             Arc::clone(&limits),
             Arc::clone(&make_handler),
             Arc::clone(&stats),
@@ -249,12 +253,11 @@ struct Limits {
     config: TcpConfig,
     slots: Semaphore,
     clients: Arc<ClientTable>,
-    /// `Some` for DNS over TLS listeners.
-    tls: Option<Arc<TlsServer>>,
 }
 
 async fn accept_loop<F, H>(
     listener: TcpListener,
+    tls: Option<Arc<TlsServer>>,
     limits: Arc<Limits>,
     make_handler: Arc<F>,
     stats: Arc<TcpStats>,
@@ -305,6 +308,7 @@ async fn accept_loop<F, H>(
         permit.forget();
         bump(&stats.accepted);
         let connection = Connection {
+            tls: tls.clone(),
             limits: Arc::clone(&limits),
             stats: Arc::clone(&stats),
             client: client_slot,
@@ -342,7 +346,7 @@ async fn serve_accepted<H: QueryHandler>(
     connection: &Connection,
 ) -> ConnectionEnd {
     let (config, stats) = (&connection.limits.config, &*connection.stats);
-    let Some(tls) = connection.limits.tls.as_deref() else {
+    let Some(tls) = connection.tls.as_deref() else {
         return serve_connection(stream, who, handler, config, stats).await;
     };
     // A connection still in its handshake is idle: a newer connection of
@@ -379,6 +383,8 @@ const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
 
 /// Holds a connection's places in the caps; dropping it gives them back.
 struct Connection {
+    /// `Some` on a DNS over TLS listener.
+    tls: Option<Arc<TlsServer>>,
     limits: Arc<Limits>,
     stats: Arc<TcpStats>,
     client: Option<ClientSlot>,

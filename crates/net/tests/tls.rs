@@ -102,7 +102,7 @@ fn server(id: &Identity, handshake_timeout: Duration) -> Server {
         .unwrap();
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
     let config = TcpConfig::default();
-    rt.spawn(async move { serve_tls(vec![listener], config, tls, || echo, st, s).await });
+    rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || echo, st, s).await });
     Server {
         addr,
         stats,

@@ -177,6 +177,7 @@ fn resolve(
     let threads = server::threads(args.threads, &f.server);
     let udp_workers = server::udp_workers(&f.server, src, p);
     let limits = server::build_limits(&f.server, src, p);
+    let tls_limits = server::tls_limits(&f.server, src, p);
     let log_format = observability::build_log_format(args.log_format, &f.log);
     let log_level = observability::build_log_level(args.log_level.as_ref(), &f.log, src, p);
     let control_mode = control::resolve_mode(f.control.mode.as_ref(), src, p);
@@ -202,7 +203,15 @@ fn resolve(
         .and_then(|r| defences::find_acl(r, &acls, src, p));
     // `[[listener]]` addresses join `listen`; the `--listen` flags replace both.
     let listeners = if args.listen.is_empty() {
-        server::listeners(&f.listeners, &acls, &mut listen, &mut listen_given, src, p)
+        server::listeners(
+            &f.listeners,
+            &acls,
+            &mut listen,
+            &mut listen_given,
+            base_dir,
+            src,
+            p,
+        )
     } else {
         server::Listeners::default()
     };
@@ -287,5 +296,7 @@ fn resolve(
         keyring: Arc::new(registry.keyring()),
         storage,
         resolver,
+        tls_listeners: listeners.tls,
+        tls_limits,
     })
 }

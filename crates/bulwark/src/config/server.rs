@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use super::defences::find_acl;
 use super::source::{Locate, Source};
-use crate::settings::{CatalogRole, RunAs, TcpLimits, ZoneSpec};
+use crate::settings::{CatalogRole, RunAs, TcpLimits, TlsLimits, TlsListener, ZoneSpec};
 
 /// DNS flag day 2020: a payload that avoids fragmentation on common paths.
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = bulwark_auth::DEFAULT_MAX_UDP_PAYLOAD;
@@ -46,6 +46,11 @@ pub struct ServerSection {
     pub tcp_max_connections_per_client: Option<usize>,
     pub tcp_max_queries_per_connection: Option<u32>,
     pub tcp_message_timeout: Option<u64>,
+    /// DNS over TLS connections: idle timeout and handshake timeout (seconds),
+    /// queries per connection (0: no cap).
+    pub tls_idle_timeout: Option<Spanned<u64>>,
+    pub tls_handshake_timeout: Option<Spanned<u64>>,
+    pub tls_max_queries_per_connection: Option<u32>,
     /// The ACL every listener applies before parsing a query.
     pub acl: Option<Spanned<String>>,
     /// RFC 5001 NSID, as text or as hex.
@@ -76,6 +81,11 @@ pub struct ListenerSection {
     /// With `[resolver]`: whether clients on this address may recurse
     /// (default true, within `allow_recursion`).
     pub recursion: Option<bool>,
+    /// `dns` (UDP and TCP, the default) or `tls` (DNS over TLS, RFC 7858).
+    pub transport: Option<Spanned<String>>,
+    /// With `transport = "tls"`: PEM files of the certificate chain and key.
+    pub certificate: Option<String>,
+    pub key: Option<String>,
 }
 
 /// What `[[listener]]` tables add: their ACLs, and the addresses that
@@ -84,6 +94,7 @@ pub struct ListenerSection {
 pub struct Listeners {
     pub acls: Vec<(SocketAddr, Arc<Acl>)>,
     pub without_recursion: Vec<SocketAddr>,
+    pub tls: Vec<TlsListener>,
 }
 
 /// The addresses to serve, and whether the user gave them (else the
@@ -245,10 +256,12 @@ pub fn listeners(
     acls: &HashMap<String, Arc<Acl>>,
     listen: &mut Vec<SocketAddr>,
     listen_given: &mut bool,
+    base_dir: &Path,
     src: &Source<'_>,
     problems: &mut Vec<String>,
 ) -> Listeners {
     let mut out = Listeners::default();
+    let mut seen = Vec::new();
     for l in sections {
         let Ok(a) = l.address.get_ref().parse::<SocketAddr>() else {
             problems.push(src.at(
@@ -264,11 +277,21 @@ pub fn listeners(
             listen.clear();
             *listen_given = true;
         }
-        if listen.contains(&a) {
+        // Given twice, whatever either serves: TCP and TLS would share a port.
+        if listen.contains(&a) || seen.contains(&a) {
             problems.push(src.at(l.address.span(), format!("address: {a} is given twice")));
             continue;
         }
-        listen.push(a);
+        seen.push(a);
+        match listener_transport(l, src, problems) {
+            Some(ListenerTransport::Dns) => listen.push(a),
+            Some(ListenerTransport::Tls) => {
+                if let Some(t) = tls_listener(a, l, base_dir, src, problems) {
+                    out.tls.push(t);
+                }
+            }
+            None => continue,
+        }
         if let Some(acl) = l
             .acl
             .as_ref()
@@ -281,6 +304,88 @@ pub fn listeners(
         }
     }
     out
+}
+
+/// What a `[[listener]]` serves.
+enum ListenerTransport {
+    Dns,
+    Tls,
+}
+
+fn listener_transport(
+    l: &ListenerSection,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<ListenerTransport> {
+    let Some(t) = &l.transport else {
+        return Some(ListenerTransport::Dns);
+    };
+    match t.get_ref().as_str() {
+        "dns" => Some(ListenerTransport::Dns),
+        "tls" => Some(ListenerTransport::Tls),
+        other => {
+            problems.push(src.at(
+                t.span(),
+                format!("transport: `{other}` is not one of `dns` (UDP and TCP) or `tls`"),
+            ));
+            None
+        }
+    }
+}
+
+/// A `transport = "tls"` listener: its certificate and key, relative to the
+/// configuration file's directory. The files are read when the server starts
+/// (and on reload), where an unreadable one is an error naming it.
+fn tls_listener(
+    address: SocketAddr,
+    l: &ListenerSection,
+    base_dir: &Path,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<TlsListener> {
+    match (&l.certificate, &l.key) {
+        (Some(certificate), Some(key)) => Some(TlsListener {
+            address,
+            certificate: base_dir.join(certificate),
+            key: base_dir.join(key),
+        }),
+        _ => {
+            problems.push(src.at(
+                l.address.span(),
+                format!(
+                    "listener {address}: transport = \"tls\" needs `certificate` and `key` (PEM files)"
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// `[server] tls_idle_timeout`, `tls_handshake_timeout` and
+/// `tls_max_queries_per_connection` over their defaults.
+pub fn tls_limits(s: &ServerSection, src: &Source<'_>, problems: &mut Vec<String>) -> TlsLimits {
+    let defaults = TlsLimits::default();
+    let idle = src.setting(
+        s.tls_idle_timeout.as_ref(),
+        defaults.idle_timeout.as_secs(),
+        |v| v > 0,
+        "tls_idle_timeout: must be at least 1 second",
+        problems,
+    );
+    let handshake = src.setting(
+        s.tls_handshake_timeout.as_ref(),
+        defaults.handshake_timeout.as_secs(),
+        |v| v > 0,
+        "tls_handshake_timeout: must be at least 1 second",
+        problems,
+    );
+    TlsLimits {
+        idle_timeout: Duration::from_secs(idle),
+        handshake_timeout: Duration::from_secs(handshake),
+        max_queries_per_connection: s
+            .tls_max_queries_per_connection
+            .unwrap_or(defaults.max_queries_per_connection),
+    }
 }
 
 /// `[server] user` and `group`: looks up `user` (and `group`, else the

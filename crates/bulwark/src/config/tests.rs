@@ -265,6 +265,53 @@ fn listener_tables_alone_replace_the_default_addresses() {
 }
 
 #[test]
+fn a_tls_listener_serves_dot_with_its_files_beside_the_configuration() {
+    let text = "[server]\nlisten = [\"127.0.0.1:53\"]\ntls_idle_timeout = 30\ntls_max_queries_per_connection = 0\n[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\ncertificate = \"tls/cert.pem\"\nkey = \"/keys/key.pem\"\n";
+    let s = settings(text).unwrap();
+    // Not a UDP and TCP address as well.
+    assert_eq!(
+        s.listen,
+        vec!["127.0.0.1:53".parse::<SocketAddr>().unwrap()]
+    );
+    assert_eq!(s.tls_listeners.len(), 1);
+    let l = &s.tls_listeners[0];
+    assert_eq!(l.address, "127.0.0.1:853".parse::<SocketAddr>().unwrap());
+    assert_eq!(l.certificate, Path::new("/etc/bulwark/tls/cert.pem"));
+    assert_eq!(l.key, Path::new("/keys/key.pem"));
+    assert_eq!(s.tls_limits.idle_timeout, Duration::from_secs(30));
+    assert_eq!(s.tls_limits.max_queries_per_connection, 0);
+    assert_eq!(s.tls_limits.handshake_timeout, Duration::from_secs(5));
+    let defaults = settings("").unwrap();
+    assert!(defaults.tls_listeners.is_empty());
+    assert_eq!(defaults.tls_limits.idle_timeout, Duration::from_secs(20));
+    assert_eq!(defaults.tls_limits.max_queries_per_connection, 10_000);
+}
+
+#[test]
+fn tls_listener_mistakes_say_where() {
+    let text = "[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\n[[listener]]\naddress = \"127.0.0.1:854\"\ntransport = \"quic\"\n[[listener]]\naddress = \"127.0.0.1:853\"\n[server]\ntls_handshake_timeout = 0\n";
+    let err = settings(text).unwrap_err();
+    let all = err.problems.join("\n");
+    assert_eq!(err.problems.len(), 4, "{all}");
+    assert!(
+        all.contains("bulwark.toml:2:11: listener 127.0.0.1:853: transport = \"tls\" needs `certificate` and `key`"),
+        "{all}"
+    );
+    assert!(
+        all.contains("bulwark.toml:6:13: transport: `quic` is not one of"),
+        "{all}"
+    );
+    assert!(
+        all.contains("bulwark.toml:8:11: address: 127.0.0.1:853 is given twice"),
+        "{all}"
+    );
+    assert!(
+        all.contains("tls_handshake_timeout: must be at least 1 second"),
+        "{all}"
+    );
+}
+
+#[test]
 fn pkcs11_table_and_keystore_mistakes_say_where() {
     let text = "[pkcs11]\nmodule = \"/usr/lib/softhsm/libsofthsm2.so\"\ntoken_label = \"bulwark\"\npin = \"1234\"\n[dnssec_policy.hsm]\nkeystore = \"pkcs11\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"hsm\"\n";
     let s = settings(text).unwrap();

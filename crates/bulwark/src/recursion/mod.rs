@@ -22,6 +22,7 @@ use std::sync::Arc;
 use bulwark_auth::{Recursion as Offer, RecursionRequest};
 use bulwark_guard::{Access, Acl, ResponseClass, Rrl, RrlVerdict};
 use bulwark_net::{Deferred, Responder, Shutdown};
+use bulwark_proto::message::padding::{pad_to_block, RESPONSE_BLOCK};
 use bulwark_proto::message::{truncate_to_question, EdnsOption};
 use bulwark_proto::{Name, Rcode, Rtype};
 use bulwark_resolver::{write_response, Cache, Resolution, Security};
@@ -135,7 +136,10 @@ impl RecursionCounters {
 pub struct Client {
     pub peer: SocketAddr,
     pub local: SocketAddr,
-    pub tcp: bool,
+    pub via: crate::via::Via,
+    /// The answer is padded (RFC 7830 §4): an encrypted channel, and the
+    /// query carried the Padding option.
+    pub padded: bool,
 }
 
 /// What the driver is sent.
@@ -462,7 +466,10 @@ fn reply(job: &Job, resolution: &Resolution, replies: Replies<'_>) {
     let Some((rcode, _)) = write(&request, resolution, &mut out) else {
         return;
     };
-    if let Some((rrl, now)) = replies.rrl.filter(|_| !job.client.tcp && !job.cookie_valid) {
+    if let Some((rrl, now)) = replies
+        .rrl
+        .filter(|_| !job.client.via.is_stream() && !job.cookie_valid)
+    {
         let (class, imputed) = rate_limit_key(rcode, resolution);
         match rrl.check(
             job.client.peer.ip().to_canonical(),
@@ -479,10 +486,13 @@ fn reply(job: &Job, resolution: &Resolution, replies: Replies<'_>) {
             }
         }
     }
+    if job.client.padded {
+        pad_to_block(&mut out, RESPONSE_BLOCK, usize::from(u16::MAX));
+    }
     counters.driver_answers.fetch_add(1, Ordering::Relaxed);
     if let Some(tap) = replies.tap {
         let c = job.client;
-        tap.client_response(c.peer, c.local, c.tcp, &out);
+        tap.client_response(c.peer, c.local, c.via.protocol(), &out);
     }
     // A client gone (a closed TCP connection) is no one's loss.
     let _ = job.responder.try_send(out);

@@ -9,6 +9,7 @@ mod dnssec;
 mod observability;
 mod replication;
 mod resolver;
+mod tls;
 mod zone;
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ pub use replication::{
     CatalogRole, KeyedAcl, Remote, ZoneReplication, ZoneTemplate, DEFAULT_JOURNAL_MAX_BYTES,
 };
 pub use resolver::{ResolverSettings, IANA_ROOT_HINTS};
+pub use tls::{TlsLimits, TlsListener};
 pub use zone::ZoneSpec;
 
 /// How UDP workers wait for queries (`[server] udp_workers`).
@@ -89,6 +91,9 @@ pub struct Settings {
     pub listeners_without_recursion: Vec<SocketAddr>,
     /// Recursion; `None` when `[resolver]` is absent (authoritative only).
     pub resolver: Option<ResolverSettings>,
+    /// DNS over TLS listeners (`[[listener]] transport = "tls"`).
+    pub tls_listeners: Vec<TlsListener>,
+    pub tls_limits: TlsLimits,
 }
 
 /// The user and group to run as after binding, resolved to numeric ids.

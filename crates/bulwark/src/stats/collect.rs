@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bulwark_auth::Transport;
 use bulwark_proto::{Opcode, Rcode, Rtype};
 
 use bulwark_guard::RrlStats;
@@ -16,8 +15,9 @@ use crate::stats::{
     size_bound, DropReason, Family, MetricKind, Sample, Snapshot, Totals, Value, LATENCY_BOUNDS_NS,
     OPCODES, QTYPE_DIRECT, QTYPE_NONE, QTYPE_OTHER, RCODE_DIRECT, SIZE_BUCKETS,
 };
+use crate::via::Via;
 
-const TRANSPORTS: [(Transport, &str); 2] = [(Transport::Udp, "udp"), (Transport::Tcp, "tcp")];
+const TRANSPORTS: [(Via, &str); 3] = [(Via::Udp, "udp"), (Via::Tcp, "tcp"), (Via::Tls, "tls")];
 const NANOS_PER_SECOND: f64 = 1e9;
 
 /// What the statistics are read from: every part of the running server that
@@ -28,6 +28,8 @@ pub struct Sources<'a> {
     /// Zeros before the workers start.
     pub udp: UdpStats,
     pub tcp: &'a TcpStats,
+    /// `None` when no DNS over TLS listener is configured.
+    pub tls: Option<&'a TcpStats>,
     pub events: Vec<EventCount>,
     /// `None` when rate limiting is off.
     pub rrl: Option<RrlStats>,
@@ -126,14 +128,14 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
     let per_transport = |f: &dyn Fn(&Totals) -> u64| -> Vec<Sample> {
         TRANSPORTS
             .iter()
-            .map(|(t, name)| int(vec![("transport", name.to_string())], f(s.transport(*t))))
+            .map(|(t, name)| int(vec![("transport", name.to_string())], f(s.via(*t))))
             .collect()
     };
     let mut queries = Vec::new();
     let mut responses = Vec::new();
     let mut sizes = Vec::new();
     for (t, name) in TRANSPORTS {
-        let totals = s.transport(t);
+        let totals = s.via(t);
         for slot in 0..QTYPE_DIRECT.saturating_add(2) {
             let n = totals.queries_by_qtype(slot);
             if n > 0 {
@@ -190,7 +192,7 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
     let latency: Vec<Sample> = TRANSPORTS
         .iter()
         .map(|(t, name)| {
-            let totals = s.transport(*t);
+            let totals = s.via(*t);
             Sample {
                 labels: vec![("transport", name.to_string())],
                 value: histogram(
@@ -201,7 +203,8 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
             }
         })
         .collect();
-    let sum = |f: &dyn Fn(&Totals) -> u64| f(&s.udp).wrapping_add(f(&s.tcp));
+    let sum =
+        |f: &dyn Fn(&Totals) -> u64| f(&s.udp).wrapping_add(f(&s.tcp)).wrapping_add(f(&s.tls));
     vec![
         counter(
             "bulwark_queries_total",
@@ -251,6 +254,94 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
     ]
 }
 
+/// The names and help of one stream transport's connection families.
+struct ConnectionFamilies {
+    accepted: (&'static str, &'static str),
+    open: (&'static str, &'static str),
+    closed: (&'static str, &'static str),
+    queries: (&'static str, &'static str),
+    /// Whether connections begin with a handshake that can fail (TLS).
+    handshakes: bool,
+}
+
+const TCP_FAMILIES: ConnectionFamilies = ConnectionFamilies {
+    accepted: (
+        "bulwark_tcp_connections_accepted_total",
+        "TCP connections accepted (including those closed at once for a connection limit).",
+    ),
+    open: ("bulwark_tcp_connections_open", "TCP connections open now."),
+    closed: (
+        "bulwark_tcp_connections_closed_total",
+        "TCP connections closed, by reason.",
+    ),
+    queries: (
+        "bulwark_tcp_queries_total",
+        "Queries read from TCP connections.",
+    ),
+    handshakes: false,
+};
+
+const TLS_FAMILIES: ConnectionFamilies = ConnectionFamilies {
+    accepted: (
+        "bulwark_tls_connections_accepted_total",
+        "DNS over TLS connections accepted (including those closed at once for a connection limit).",
+    ),
+    open: (
+        "bulwark_tls_connections_open",
+        "DNS over TLS connections open now (handshakes included).",
+    ),
+    closed: (
+        "bulwark_tls_connections_closed_total",
+        "DNS over TLS connections closed, by reason (handshake_timeout and handshake_failed before any query).",
+    ),
+    queries: (
+        "bulwark_tls_queries_total",
+        "Queries read from DNS over TLS connections.",
+    ),
+    handshakes: true,
+};
+
+/// Accepted, open and closed-by-reason connections, and queries, of one
+/// stream transport. TCP has no handshake, so those reasons are TLS's only.
+fn connection_families(c: &TcpStats, names: &ConnectionFamilies) -> Vec<Family> {
+    let accepted = load(&c.accepted);
+    let mut closes = vec![
+        ("rejected_too_many", load(&c.too_many_total)),
+        ("rejected_too_many_for_client", load(&c.too_many_for_client)),
+        ("idle", load(&c.idle)),
+        ("message_timeout", load(&c.message_timeout)),
+        ("query_limit", load(&c.query_limit)),
+        ("bad_length", load(&c.bad_length)),
+        ("peer_closed", load(&c.peer_closed)),
+        ("write_timeout", load(&c.write_timeout)),
+        ("io_error", load(&c.io_error)),
+        ("shutdown", load(&c.shutdown)),
+        ("evicted", load(&c.evicted)),
+    ];
+    if names.handshakes {
+        closes.push(("handshake_timeout", load(&c.handshake_timeout)));
+        closes.push(("handshake_failed", load(&c.handshake_failed)));
+    }
+    let closed = closes.iter().fold(0u64, |a, (_, n)| a.wrapping_add(*n));
+    vec![
+        counter(names.accepted.0, names.accepted.1, one(accepted)),
+        gauge(
+            names.open.0,
+            names.open.1,
+            one(accepted.saturating_sub(closed)),
+        ),
+        counter(
+            names.closed.0,
+            names.closed.1,
+            closes
+                .iter()
+                .map(|(r, n)| int(vec![("reason", r.to_string())], *n))
+                .collect(),
+        ),
+        counter(names.queries.0, names.queries.1, one(load(&c.queries))),
+    ]
+}
+
 /// The families of the other sources, present whether statistics are on or not.
 fn server_families(sources: &Sources<'_>) -> Vec<Family> {
     let mut out = Vec::new();
@@ -270,48 +361,10 @@ fn server_families(sources: &Sources<'_>) -> Vec<Family> {
         "UDP responses the kernel refused to send.",
         one(udp.send_errors),
     ));
-    let tcp = sources.tcp;
-    let accepted = load(&tcp.accepted);
-    let closes = [
-        ("rejected_too_many", load(&tcp.too_many_total)),
-        (
-            "rejected_too_many_for_client",
-            load(&tcp.too_many_for_client),
-        ),
-        ("idle", load(&tcp.idle)),
-        ("message_timeout", load(&tcp.message_timeout)),
-        ("query_limit", load(&tcp.query_limit)),
-        ("bad_length", load(&tcp.bad_length)),
-        ("peer_closed", load(&tcp.peer_closed)),
-        ("write_timeout", load(&tcp.write_timeout)),
-        ("io_error", load(&tcp.io_error)),
-        ("shutdown", load(&tcp.shutdown)),
-        ("evicted", load(&tcp.evicted)),
-    ];
-    let closed = closes.iter().fold(0u64, |a, (_, n)| a.wrapping_add(*n));
-    out.push(counter(
-        "bulwark_tcp_connections_accepted_total",
-        "TCP connections accepted (including those closed at once for a connection limit).",
-        one(accepted),
-    ));
-    out.push(gauge(
-        "bulwark_tcp_connections_open",
-        "TCP connections open now.",
-        one(accepted.saturating_sub(closed)),
-    ));
-    out.push(counter(
-        "bulwark_tcp_connections_closed_total",
-        "TCP connections closed, by reason.",
-        closes
-            .iter()
-            .map(|(r, n)| int(vec![("reason", r.to_string())], *n))
-            .collect(),
-    ));
-    out.push(counter(
-        "bulwark_tcp_queries_total",
-        "Queries read from TCP connections.",
-        one(load(&tcp.queries)),
-    ));
+    out.extend(connection_families(sources.tcp, &TCP_FAMILIES));
+    if let Some(tls) = sources.tls {
+        out.extend(connection_families(tls, &TLS_FAMILIES));
+    }
     let events = &sources.events;
     out.push(counter(
         "bulwark_events_total",

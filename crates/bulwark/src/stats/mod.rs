@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use crate::via::Via;
 pub use bulwark_auth::Asked;
-use bulwark_auth::Transport;
 use bulwark_proto::{Opcode, Rcode};
 
 use crate::settings::StatsSettings;
@@ -220,25 +220,35 @@ impl Totals {
     }
 }
 
-/// Both transports' totals.
+/// Every channel's totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     pub udp: Totals,
     pub tcp: Totals,
+    pub tls: Totals,
 }
 
 impl Snapshot {
-    pub fn transport(&self, t: Transport) -> &Totals {
-        match t {
-            Transport::Udp => &self.udp,
-            Transport::Tcp => &self.tcp,
+    pub fn via(&self, via: Via) -> &Totals {
+        match via {
+            Via::Udp => &self.udp,
+            Via::Tcp => &self.tcp,
+            Via::Tls => &self.tls,
+        }
+    }
+
+    fn via_mut(&mut self, via: Via) -> &mut Totals {
+        match via {
+            Via::Udp => &mut self.udp,
+            Via::Tcp => &mut self.tcp,
+            Via::Tls => &mut self.tls,
         }
     }
 }
 
 #[derive(Debug, Default)]
 struct Blocks {
-    live: Vec<(Transport, Arc<Block>)>,
+    live: Vec<(Via, Arc<Block>)>,
     /// Folded counts of recorders gone (ended TCP connections, stopped workers).
     retired: Snapshot,
 }
@@ -264,10 +274,10 @@ impl StatsRegistry {
 
     /// The recorder one handler writes to, with counters of its own. Called
     /// when a UDP worker starts or a TCP connection is accepted, never per query.
-    pub fn recorder(self: &Arc<Self>, transport: Transport) -> WorkerRecorder {
+    pub fn recorder(self: &Arc<Self>, via: Via) -> WorkerRecorder {
         let block = self.settings.enabled.then(|| {
             let block = Arc::new(Block::new());
-            self.lock().live.push((transport, Arc::clone(&block)));
+            self.lock().live.push((via, Arc::clone(&block)));
             block
         });
         WorkerRecorder {
@@ -282,11 +292,7 @@ impl StatsRegistry {
         let blocks = self.lock();
         let mut s = blocks.retired.clone();
         for (t, b) in &blocks.live {
-            let totals = match t {
-                Transport::Udp => &mut s.udp,
-                Transport::Tcp => &mut s.tcp,
-            };
-            b.add_to(&mut totals.slots);
+            b.add_to(&mut s.via_mut(*t).slots);
         }
         s
     }
@@ -304,11 +310,7 @@ impl StatsRegistry {
             return;
         };
         let (t, b) = blocks.live.swap_remove(i);
-        let totals = match t {
-            Transport::Udp => &mut blocks.retired.udp,
-            Transport::Tcp => &mut blocks.retired.tcp,
-        };
-        b.add_to(&mut totals.slots);
+        b.add_to(&mut blocks.retired.via_mut(t).slots);
     }
 }
 

@@ -38,7 +38,7 @@ fn settings(enabled: bool) -> StatsSettings {
 #[test]
 fn udp_a_query_noerror_lands_in_its_series() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     let resp = response(1, 0, false, true);
     rec.record(query(0, 1), Some(resp), Fate::Answered, None);
     let s = reg.snapshot();
@@ -72,7 +72,7 @@ fn udp_a_query_noerror_lands_in_its_series() {
 #[test]
 fn extended_rcodes_have_their_own_series() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     let resp = response(1, Rcode::BADCOOKIE.value(), false, true);
     rec.record(query(0, 1), Some(resp), Fate::Answered, None);
     let s = reg.snapshot();
@@ -83,7 +83,7 @@ fn extended_rcodes_have_their_own_series() {
 #[test]
 fn drops_truncation_slips_and_malformed_are_counted() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     rec.record(
         Asked::default(),
         None,
@@ -121,14 +121,14 @@ fn drops_truncation_slips_and_malformed_are_counted() {
 fn dropped_tcp_recorders_fold_into_retired_totals_exactly() {
     let reg = StatsRegistry::new(&settings(true));
     let resp = response(1, 3, false, false);
-    let mut kept = reg.recorder(Transport::Tcp);
+    let mut kept = reg.recorder(Via::Tcp);
     kept.record(query(0, 1), Some(resp), Fate::Answered, None);
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let reg = Arc::clone(&reg);
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    let mut rec = reg.recorder(Transport::Tcp);
+                    let mut rec = reg.recorder(Via::Tcp);
                     for _ in 0..10 {
                         rec.record(query(0, 1), Some(resp), Fate::Answered, None);
                     }
@@ -153,7 +153,7 @@ fn dropped_tcp_recorders_fold_into_retired_totals_exactly() {
 #[test]
 fn disabled_statistics_record_nothing() {
     let reg = StatsRegistry::new(&settings(false));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     for _ in 0..200 {
         assert!(rec.start().is_none());
         rec.record(
@@ -170,7 +170,7 @@ fn disabled_statistics_record_nothing() {
 #[test]
 fn one_query_in_sample_interval_is_timed_into_a_bucket() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     let timed = (0..LATENCY_SAMPLE_EVERY * 2)
         .filter(|_| rec.start().is_some())
         .count();
@@ -226,7 +226,7 @@ fn qtype_labels_use_mnemonics() {
 #[test]
 fn large_qtypes_share_the_other_slot() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Udp);
+    let mut rec = reg.recorder(Via::Udp);
     rec.record(query(0, 32769), None, Fate::Dropped(DropReason::Acl), None);
     assert_eq!(reg.snapshot().udp.queries_by_qtype(QTYPE_OTHER), 1);
 }
@@ -242,7 +242,7 @@ fn valid_name(s: &str, colons: bool) -> bool {
 #[test]
 fn family_and_label_names_follow_prometheus_rules() {
     let reg = StatsRegistry::new(&settings(true));
-    let mut rec = reg.recorder(Transport::Tcp);
+    let mut rec = reg.recorder(Via::Tcp);
     rec.record(
         query(0, 1),
         Some(response(1, 0, true, false)),
@@ -278,7 +278,7 @@ fn per_query_cost() {
     for (enabled, edns) in [(false, true), (true, false), (true, true)] {
         let r = response(1, 0, false, edns);
         let reg = StatsRegistry::new(&settings(enabled));
-        let mut rec = reg.recorder(Transport::Udp);
+        let mut rec = reg.recorder(Via::Udp);
         let t = Instant::now();
         for _ in 0..N {
             let started = rec.start();

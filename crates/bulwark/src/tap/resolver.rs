@@ -53,11 +53,11 @@ impl ResolverTap {
         &mut self,
         client: SocketAddr,
         local: SocketAddr,
-        tcp: bool,
+        protocol: Protocol,
         response: &[u8],
     ) {
         let ctx = MessageContext {
-            protocol: if tcp { Protocol::Tcp } else { Protocol::Udp },
+            protocol,
             client,
             server: local,
             query_time: None,

@@ -6,6 +6,7 @@ mod compress;
 mod edns;
 mod error_response;
 mod header;
+pub mod padding;
 #[cfg(feature = "parse-counter")]
 pub mod parse_count;
 mod peek;

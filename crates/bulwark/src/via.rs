@@ -1,0 +1,54 @@
+//! The channel a client's query came in on, as the edge knows it. The
+//! answering code sees only whether that is a datagram or a stream (auth's
+//! `Transport`); statistics, logs and dnstap name the channel itself, and
+//! padding (RFC 7830) applies only where it is encrypted.
+
+use bulwark_auth::Transport;
+use bulwark_dnstap::Protocol;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Udp,
+    Tcp,
+    /// DNS over TLS (RFC 7858).
+    Tls,
+}
+
+impl Via {
+    /// What the answering code is told: DoT is a stream like TCP (the same
+    /// size limit, keepalive, no cookies required, no rate limiting).
+    pub fn transport(self) -> Transport {
+        match self {
+            Via::Udp => Transport::Udp,
+            Via::Tcp | Via::Tls => Transport::Tcp,
+        }
+    }
+
+    /// The label in metrics and the query log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Udp => "udp",
+            Via::Tcp => "tcp",
+            Via::Tls => "tls",
+        }
+    }
+
+    /// dnstap's `SocketProtocol`.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            Via::Udp => Protocol::Udp,
+            Via::Tcp => Protocol::Tcp,
+            Via::Tls => Protocol::Dot,
+        }
+    }
+
+    /// Whether the channel is a stream: the client's address is proven.
+    pub fn is_stream(self) -> bool {
+        self != Via::Udp
+    }
+
+    /// RFC 7830 §6: padding is for encrypted channels only.
+    pub fn is_encrypted(self) -> bool {
+        self == Via::Tls
+    }
+}
