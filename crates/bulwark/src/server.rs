@@ -633,7 +633,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !dot_addrs.is_empty() {
         let servers = dot.into_servers(&settings.tls_limits)?;
         let config = crate::dot::connection_config(&settings);
-        let shared = shared.clone();
+        // RFC 7828 §3.3.2: the keepalive a DoT client is told is DoT's own
+        // idle timeout, not TCP's.
+        let shared = Shared {
+            config: Arc::new(AnswerConfig {
+                tcp_keepalive: Some(keepalive_units(settings.tls_limits.idle_timeout)),
+                ..(*shared.config).clone()
+            }),
+            ..shared.clone()
+        };
         let make = move || ServerHandler::new(&shared, Via::Tls);
         let (stats, shutdown) = (Arc::clone(&app.tls_stats), shutdown.clone());
         runtime.spawn(async move {

@@ -373,7 +373,10 @@ async fn serve_accepted<H: QueryHandler>(
         end,
         ConnectionEnd::PeerClosed | ConnectionEnd::Idle | ConnectionEnd::QueryLimit
     ) {
-        let _ = tokio::time::timeout(CLOSE_NOTIFY_WAIT, stream.shutdown()).await;
+        // Flushed, not shut down: the socket closes once the connection is
+        // counted, as a plain one does.
+        stream.get_mut().1.send_close_notify();
+        let _ = tokio::time::timeout(CLOSE_NOTIFY_WAIT, stream.flush()).await;
     }
     end
 }

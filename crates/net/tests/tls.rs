@@ -89,6 +89,10 @@ impl Drop for Server {
 }
 
 fn server(id: &Identity, handshake_timeout: Duration) -> Server {
+    server_with(id, handshake_timeout, TcpConfig::default())
+}
+
+fn server_with(id: &Identity, handshake_timeout: Duration, config: TcpConfig) -> Server {
     let listener = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
     let certificate = ServerCertificate::load(&id.cert(), &id.key()).unwrap();
@@ -101,7 +105,6 @@ fn server(id: &Identity, handshake_timeout: Duration) -> Server {
         .build()
         .unwrap();
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
-    let config = TcpConfig::default();
     rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || echo, st, s).await });
     Server {
         addr,
@@ -272,4 +275,30 @@ fn a_key_that_is_not_the_certificates_is_refused_at_load() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("cannot be used with the certificate"), "{err}");
+}
+
+#[test]
+fn at_the_query_cap_the_answers_go_out_then_a_close_notify() {
+    let id = Identity::new("cap");
+    let config = TcpConfig {
+        max_queries_per_connection: 3,
+        ..TcpConfig::default()
+    };
+    let srv = server_with(&id, Duration::from_secs(600), config);
+    let mut s = connect(srv.addr, &client_config(&id.der, &[ALPN_DOT]));
+    let mut burst = Vec::new();
+    for i in 1..=3u16 {
+        burst.extend(wire::framed(&wire::query(i, wire::RD, "www.example.", 1)));
+    }
+    s.write_all(&burst).unwrap();
+    s.flush().unwrap();
+    for i in 1..=3u16 {
+        let r = read_framed(&mut s).unwrap();
+        assert_eq!(&r[..2], &i.to_be_bytes());
+    }
+    // A clean end of stream: rustls reports a close without close_notify
+    // as an error (UnexpectedEof), so Ok(0) means the server sent one.
+    let mut rest = Vec::new();
+    assert_eq!(s.read_to_end(&mut rest).unwrap(), 0);
+    assert_eq!(load(&srv.stats.query_limit), 1);
 }

@@ -277,8 +277,9 @@ pub fn listeners(
             listen.clear();
             *listen_given = true;
         }
-        // Given twice, whatever either serves: TCP and TLS would share a port.
-        if listen.contains(&a) || seen.contains(&a) {
+        // Given twice, whatever either serves: TCP and TLS would share a
+        // port. (Port 0 is a fresh port each time.)
+        if a.port() != 0 && (listen.contains(&a) || seen.contains(&a)) {
             problems.push(src.at(l.address.span(), format!("address: {a} is given twice")));
             continue;
         }

@@ -45,6 +45,8 @@ struct Resolver {
     addr: SocketAddr,
     socket: PathBuf,
     prometheus: Option<SocketAddr>,
+    /// A DNS over TLS listener, when `extra` adds one.
+    dot: Option<SocketAddr>,
 }
 
 /// bulwark forwarding `upstream.test.` to `upstream` (and using it as its
@@ -78,6 +80,7 @@ fn resolver(dir: &Path, upstream: SocketAddr, extra: &str, args: &[&str]) -> Res
         addr: bound.dns[0],
         socket,
         prometheus: bound.prometheus,
+        dot: bound.dot.first().copied(),
     }
 }
 
@@ -424,4 +427,94 @@ fn dnstap_logs_client_and_resolver_messages_that_dnstap_ldns_reads() {
     let cq = text.lines().filter(|l| l.contains(" CQ ")).count();
     let cr = text.lines().filter(|l| l.contains(" CR ")).count();
     assert_eq!((cq, cr), (2, 2), "{text}");
+}
+
+#[test]
+fn clients_over_tls_are_resolved_for_with_padded_answers_that_dnstap_marks_dot() {
+    let dir = support::temp_dir("bulwark-resolver-dot-");
+    let Some(knot) = upstream(dir.path()) else {
+        return;
+    };
+    let (Some(kdig), Some(ldns)) = (
+        support::require_tool("kdig"),
+        support::require_tool("dnstap-ldns"),
+    ) else {
+        return;
+    };
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = dir.path().join("cert.pem");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let tap = dir.path().join("resolver.tap");
+    let extra = format!(
+        "\n[[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"tls\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
+         [dnstap]\ndestination = \"file:{}\"\nmessages = [\"client_query\", \"client_response\"]\n",
+        tap.display()
+    );
+    let mut r = resolver(dir.path(), knot.addr, &extra, &[]);
+    let dot = r.dot.expect("a dot line in the ready file");
+    // The first answer is resolved (a deferred reply), the second comes
+    // from the cache: both padded, as kdig pads its queries over TLS.
+    for _ in 0..2 {
+        let out = Command::new(&kdig)
+            .args([
+                format!("@{}", dot.ip()),
+                "-p".to_string(),
+                dot.port().to_string(),
+                format!("+tls-ca={}", cert.display()),
+                "+tls-hostname=localhost".to_string(),
+                "+time=5".to_string(),
+                "+retry=0".to_string(),
+                "www.upstream.test.".to_string(),
+                "A".to_string(),
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("status: NOERROR"), "{text}");
+        assert!(text.contains("192.0.2.80"), "{text}");
+        assert!(text.contains(";; PADDING:"), "{text}");
+        let size: usize = text
+            .lines()
+            .find_map(|l| l.strip_prefix(";; Received "))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(size % 468, 0, "{text}");
+    }
+    r.process.signal("TERM");
+    r.process
+        .wait_exit(TIMEOUT)
+        .expect("bulwark stops on SIGTERM");
+    let text = support::run_tool(&ldns, &["-r".to_string(), tap.display().to_string()]);
+    let client_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" CQ ") || l.contains(" CR "))
+        .collect();
+    assert_eq!(client_lines.len(), 4, "{text}");
+    // dnstap-ldns decodes every message, the responses padded to 468
+    // octets; its schema predates DOT (it prints `?` for the protocol),
+    // so bulwark's reader names it.
+    assert!(
+        client_lines
+            .iter()
+            .all(|l| !l.contains(" CR ") || l.contains(" 468b ")),
+        "{text}"
+    );
+    let yaml = support::run_tool(
+        &support::bulwark_bin(),
+        &[
+            "dnstap".to_string(),
+            "read".to_string(),
+            "--format".to_string(),
+            "yaml".to_string(),
+            tap.display().to_string(),
+        ],
+    );
+    assert_eq!(
+        yaml.matches("socket_protocol: DOT").count(),
+        4,
+        "every client message is marked DOT:\n{yaml}"
+    );
 }

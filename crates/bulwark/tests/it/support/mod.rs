@@ -329,6 +329,8 @@ pub struct Bound {
     pub pid: u32,
     /// One per listen address, in the configured order; UDP and TCP share it.
     pub dns: Vec<SocketAddr>,
+    /// DNS over TLS listeners.
+    pub dot: Vec<SocketAddr>,
     pub prometheus: Option<SocketAddr>,
     pub control: Option<PathBuf>,
 }
@@ -346,6 +348,7 @@ impl Bound {
             match key {
                 "pid" => bound.pid = value.parse().ok()?,
                 "dns" => bound.dns.push(value.parse().ok()?),
+                "dot" => bound.dot.push(value.parse().ok()?),
                 "prometheus" => bound.prometheus = Some(value.parse().ok()?),
                 "control" => bound.control = Some(PathBuf::from(value)),
                 _ => {}

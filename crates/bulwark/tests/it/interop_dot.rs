@@ -1,0 +1,300 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! DNS over TLS (RFC 7858) from clients no one here wrote: kdig and dig
+//! verify bulwark's certificate against the CA file the test made and read
+//! its answers; kdig's padded queries get padded answers (RFC 7830, RFC 8467);
+//! `dnsperf -m dot` runs a bounded load without a lost query; a reload swaps
+//! the certificate for new connections; the metrics count DoT on its own.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{self, ChildGuard};
+
+const ORIGIN: &str = "diff.test.";
+
+/// A self-signed certificate for `localhost` (its own CA), as PEM files.
+fn write_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+struct DotServer {
+    process: ChildGuard,
+    dot: SocketAddr,
+    control: PathBuf,
+    prometheus: SocketAddr,
+    cert: PathBuf,
+    key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start() -> DotServer {
+    let dir = support::temp_dir("bulwark-dot-");
+    let (cert, key) = write_certificate(dir.path());
+    let control = dir.path().join("control.sock");
+    let config = dir.path().join("bulwark.toml");
+    let zone = support::data_dir().join("diff.zone");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
+             [control]\nsocket = \"{}\"\n\n[prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
+             [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"tls\"\n\
+             certificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+            control.display(),
+            zone.display()
+        ),
+    )
+    .unwrap();
+    let args = ["serve", "--config", &config.display().to_string()].map(String::from);
+    let (process, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
+    DotServer {
+        process,
+        dot: bound.dot[0],
+        control,
+        prometheus: bound.prometheus.unwrap(),
+        cert,
+        key,
+        _dir: dir,
+    }
+}
+
+/// kdig over DoT, checking the certificate against `ca` for `localhost`.
+fn kdig(kdig: &Path, server: SocketAddr, ca: &Path, extra: &[&str], qname: &str) -> String {
+    let mut args = vec![
+        format!("@{}", server.ip()),
+        "-p".to_string(),
+        server.port().to_string(),
+        format!("+tls-ca={}", ca.display()),
+        "+tls-hostname=localhost".to_string(),
+        "+time=5".to_string(),
+        "+retry=0".to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend([qname.to_string(), "A".to_string()]);
+    let out = Command::new(kdig).args(&args).output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn received_size(text: &str) -> usize {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(";; Received "))
+        .unwrap_or_else(|| panic!("no size line in:\n{text}"));
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+#[test]
+fn kdig_and_dig_verify_the_certificate_and_read_answers_over_tls() {
+    let (Some(kdig_bin), Some(dig_bin)) =
+        (support::require_tool("kdig"), support::require_tool("dig"))
+    else {
+        return;
+    };
+    let s = start();
+    let text = kdig(&kdig_bin, s.dot, &s.cert, &[], "www.diff.test.");
+    assert!(text.contains("status: NOERROR"), "{text}");
+    assert!(text.contains("TLS session (TLS1.3)"), "{text}");
+    assert!(text.contains("192.0.2.80"), "{text}");
+    assert!(text.contains("(TCP)"), "{text}");
+
+    // dig (BIND's TLS code) with the same CA and name.
+    let out = Command::new(&dig_bin)
+        .args([
+            format!("@{}", s.dot.ip()),
+            "-p".to_string(),
+            s.dot.port().to_string(),
+            "+tls".to_string(),
+            format!("+tls-ca={}", s.cert.display()),
+            "+tls-hostname=localhost".to_string(),
+            "+time=5".to_string(),
+            "+tries=1".to_string(),
+            "www.diff.test.".to_string(),
+            "A".to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("status: NOERROR"), "{text}");
+    assert!(text.contains("(TLS)"), "{text}");
+    assert!(text.contains("flags: qr aa"), "{text}");
+
+    // A client that trusts another CA does not get in.
+    let other = support::temp_dir("bulwark-dot-other-");
+    let (other_ca, _) = write_certificate(other.path());
+    let text = kdig(&kdig_bin, s.dot, &other_ca, &[], "www.diff.test.");
+    assert!(!text.contains("status: NOERROR"), "{text}");
+}
+
+#[test]
+fn padded_queries_get_answers_padded_to_468_octet_blocks() {
+    let Some(kdig_bin) = support::require_tool("kdig") else {
+        return;
+    };
+    let s = start();
+    for qname in ["www.diff.test.", "nothing-here.diff.test."] {
+        let text = kdig(&kdig_bin, s.dot, &s.cert, &["+padding"], qname);
+        assert!(text.contains(";; PADDING:"), "{text}");
+        assert_eq!(received_size(&text) % 468, 0, "{text}");
+    }
+    // Unpadded queries get unpadded answers (kdig pads over TLS unless
+    // told not to).
+    let text = kdig(
+        &kdig_bin,
+        s.dot,
+        &s.cert,
+        &["+nopadding", "+edns"],
+        "www.diff.test.",
+    );
+    assert!(!text.contains(";; PADDING:"), "{text}");
+    assert_ne!(received_size(&text) % 468, 0, "{text}");
+}
+
+#[test]
+fn dnsperf_over_dot_loses_no_query_and_the_metrics_count_dot_apart() {
+    let Some(dnsperf) = support::require_tool("dnsperf") else {
+        return;
+    };
+    let s = start();
+    let dir = support::temp_dir("bulwark-dot-perf-");
+    let queries = dir.path().join("queries.txt");
+    let names: String = (0..50)
+        .map(|i| {
+            if i % 5 == 0 {
+                format!("nx{i}.diff.test. A\n")
+            } else {
+                "www.diff.test. A\n".to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&queries, names).unwrap();
+    // Four connections, the file sent 20 times: 1,000 queries.
+    let out = Command::new(&dnsperf)
+        .args([
+            "-m",
+            "dot",
+            "-s",
+            &s.dot.ip().to_string(),
+            "-p",
+            &s.dot.port().to_string(),
+            "-c",
+            "4",
+            "-n",
+            "20",
+            "-t",
+            "5",
+            "-d",
+            &queries.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Queries sent:         1000"), "{text}");
+    assert!(text.contains("Queries completed:    1000"), "{text}");
+    assert!(text.contains("Queries lost:         0"), "{text}");
+
+    let metrics = support::scrape_metrics(s.prometheus);
+    assert_eq!(
+        support::metric(&metrics, "bulwark_tls_queries_total"),
+        1000,
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("bulwark_queries_total{transport=\"tls\""),
+        "{metrics}"
+    );
+    assert_eq!(
+        support::metric(&metrics, "bulwark_tls_connections_accepted_total"),
+        4
+    );
+    assert_eq!(support::metric(&metrics, "bulwark_tcp_queries_total"), 0);
+}
+
+#[test]
+fn a_reload_serves_the_new_certificate_to_new_connections() {
+    let Some(kdig_bin) = support::require_tool("kdig") else {
+        return;
+    };
+    let s = start();
+    let old_ca = s.dir_copy("old-ca.pem");
+    write_certificate(s.cert.parent().unwrap());
+    let out = Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket"])
+        .arg(&s.control)
+        .arg("reload")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = kdig(&kdig_bin, s.dot, &s.cert, &[], "www.diff.test.");
+    assert!(text.contains("status: NOERROR"), "{text}");
+    let text = kdig(&kdig_bin, s.dot, &old_ca, &[], "www.diff.test.");
+    assert!(!text.contains("status: NOERROR"), "{text}");
+
+    // Files that do not make a certificate: the reload says which, and the
+    // certificate served stays.
+    std::fs::write(&s.key, "not a key\n").unwrap();
+    let out = Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket"])
+        .arg(&s.control)
+        .arg("reload")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("key.pem"), "{said}");
+    let text = kdig(&kdig_bin, s.dot, &s.cert, &[], "www.diff.test.");
+    assert!(text.contains("status: NOERROR"), "{text}");
+    drop(s.process);
+}
+
+impl DotServer {
+    /// A copy of the current certificate, to trust after it is replaced.
+    fn dir_copy(&self, name: &str) -> PathBuf {
+        let to = self.cert.parent().unwrap().join(name);
+        std::fs::copy(&self.cert, &to).unwrap();
+        to
+    }
+}
+
+#[test]
+fn a_certificate_that_cannot_be_read_stops_the_start_naming_the_file() {
+    let dir = support::temp_dir("bulwark-dot-bad-");
+    let config = dir.path().join("bulwark.toml");
+    std::fs::write(
+        &config,
+        "[server]\nlisten = [\"127.0.0.1:0\"]\n\n[[listener]]\naddress = \"127.0.0.1:0\"\n\
+         transport = \"tls\"\ncertificate = \"missing.pem\"\nkey = \"missing.key\"\n",
+    )
+    .unwrap();
+    let out = Command::new(support::bulwark_bin())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("missing.pem"), "{said}");
+}
