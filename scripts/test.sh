@@ -17,11 +17,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Debian package test (crates/bulwark/tests/it/package_deb.rs) dpkg-shlibdeps, lintian, man and
 # adduser, and libfaketime (package faketime) for Unbound's clock in the
 # Deckard resolver scenarios (crates/bulwark/tests/it/resolver_scenarios.rs),
+# dnsperf and curl (DNS over TLS and HTTPS, crates/bulwark/tests/it/interop_encrypted.rs),
 # and dns-root-data, whose root anchors the built-in ones are checked against
 # (crates/resolver/tests/validate.rs).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
     ldnsutils unbound dns-root-data fstrm-bin dnstap-ldns python3-dnspython python3-cryptography
-    python3-prometheus-client
+    python3-prometheus-client dnsperf curl
     systemd softhsm2 opensc
     dpkg-dev lintian man-db adduser
     faketime)

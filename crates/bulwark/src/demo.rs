@@ -61,7 +61,7 @@ impl Drop for DemoZone {
 }
 
 /// The lines printed once the demo server is up, ready to paste.
-pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>) -> String {
+pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>, doh: Option<SocketAddr>) -> String {
     let ip = addr.ip();
     let port = addr.port();
     let mut text = format!(
@@ -79,6 +79,15 @@ pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>) -> String {
              dig @{ip} -p {port} +tls www.demo.example A\n"
         ));
     }
+    if let Some(d) = doh {
+        let (ip, port) = (d.ip(), d.port());
+        text.push_str(&format!(
+            "and DNS over HTTPS on https://localhost:{port}/dns-query (the same certificate):\n  \
+             kdig @{ip} -p {port} +https www.demo.example A\n  \
+             curl -k -H 'accept: application/dns-message' \\\n    \
+             'https://localhost:{port}/dns-query?dns=AAABAAABAAAAAAAAA3d3dwRkZW1vB2V4YW1wbGUAAAEAAQ' | xxd\n"
+        ));
+    }
     text.push_str("Stop with Ctrl-C.\n");
     text
 }
@@ -90,16 +99,18 @@ mod tests {
 
     #[test]
     fn banner_names_address_and_port_for_dig_and_kdig() {
-        let b = banner("127.0.0.1:5301".parse().unwrap(), None);
+        let b = banner("127.0.0.1:5301".parse().unwrap(), None, None);
         assert!(b.contains("dig @127.0.0.1 -p 5301 www.demo.example A"));
         assert!(b.contains("kdig @127.0.0.1 -p 5301"));
         assert!(!b.contains("+tls"));
         let b = banner(
             "127.0.0.1:5301".parse().unwrap(),
             Some("127.0.0.1:8853".parse().unwrap()),
+            Some("127.0.0.1:8443".parse().unwrap()),
         );
         assert!(b.contains("kdig @127.0.0.1 -p 8853 +tls www.demo.example A"));
         assert!(b.contains("dig @127.0.0.1 -p 8853 +tls www.demo.example A"));
+        assert!(b.contains("kdig @127.0.0.1 -p 8443 +https www.demo.example A"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod control;
 mod cookie_secrets;
 mod demo;
 mod diagnostics;
-mod dot;
+mod encrypted;
 mod handler;
 mod logging;
 mod metrics_http;

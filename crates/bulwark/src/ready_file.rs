@@ -40,6 +40,8 @@ pub struct Bound<'a> {
     pub dns: &'a [SocketAddr],
     /// DNS over TLS listeners.
     pub dot: &'a [SocketAddr],
+    /// DNS over HTTPS listeners.
+    pub doh: &'a [SocketAddr],
     pub prometheus: Option<SocketAddr>,
     pub control: Option<&'a Path>,
 }
@@ -86,6 +88,9 @@ fn contents(pid: u32, bound: &Bound<'_>) -> String {
     for a in bound.dot {
         text.push_str(&format!("dot {a}\n"));
     }
+    for a in bound.doh {
+        text.push_str(&format!("doh {a}\n"));
+    }
     if let Some(a) = bound.prometheus {
         text.push_str(&format!("prometheus {a}\n"));
     }
@@ -110,6 +115,7 @@ mod tests {
         let bound = Bound {
             dns: &dns,
             dot: &[],
+            doh: &[],
             prometheus: Some("127.0.0.1:9153".parse().unwrap()),
             control: Some(Path::new("/run/bulwark/control.sock")),
         };

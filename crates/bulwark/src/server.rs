@@ -13,8 +13,8 @@ use arc_swap::ArcSwap;
 use bulwark_auth::{AnswerConfig, CookiePolicy};
 use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, serve_tls, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats,
-    UdpConfig, UdpListeners, UdpWorkers,
+    bind_tcp, bind_udp, serve_tcp, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
+    UdpListeners, UdpWorkers,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -81,6 +81,8 @@ pub struct App {
     pub(crate) tcp_stats: Arc<TcpStats>,
     /// DNS over TLS connections; counted only when a DoT listener is bound.
     pub(crate) tls_stats: Arc<TcpStats>,
+    /// DNS over HTTPS connections, likewise.
+    pub(crate) https_stats: Arc<TcpStats>,
     /// Each DoT listener's certificate, read again on reload.
     pub(crate) tls_certificates: Mutex<Vec<Arc<bulwark_net::ServerCertificate>>>,
     pub(crate) started: Instant,
@@ -115,7 +117,7 @@ impl App {
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default();
-        let failed = crate::dot::reload_certificates(&certificates);
+        let failed = crate::encrypted::reload_certificates(&certificates);
         if !failed.is_empty() {
             result.0 = false;
             result.1.extend(failed);
@@ -179,12 +181,13 @@ impl App {
             .ok()
             .and_then(|g| g.as_ref().map(UdpWorkers::stats))
             .unwrap_or_default();
-        let dot_on = self.tls_certificates.lock().is_ok_and(|c| !c.is_empty());
+        let encrypted_on = self.tls_certificates.lock().is_ok_and(|c| !c.is_empty());
         crate::stats::collect::families(&crate::stats::collect::Sources {
             registry: &self.stats,
             udp,
             tcp: &self.tcp_stats,
-            tls: dot_on.then_some(&*self.tls_stats),
+            tls: encrypted_on.then_some(&*self.tls_stats),
+            https: encrypted_on.then_some(&*self.https_stats),
             events: self.reporter.counts(),
             rrl: self.rrl.as_ref().map(|r| r.stats()),
             cookie_rotations: self
@@ -314,7 +317,7 @@ fn listener_acls(settings: &Settings, bound: &[SocketAddr]) -> ListenerAcls {
 }
 
 /// RFC 7828 §3.1: the edns-tcp-keepalive TIMEOUT is in units of 100 ms.
-fn keepalive_units(idle: std::time::Duration) -> u16 {
+pub(crate) fn keepalive_units(idle: std::time::Duration) -> u16 {
     u16::try_from(idle.as_millis() / 100).unwrap_or(u16::MAX)
 }
 
@@ -474,6 +477,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         udp: Mutex::new(None),
         tcp_stats: Arc::new(TcpStats::default()),
         tls_stats: Arc::new(TcpStats::default()),
+        https_stats: Arc::new(TcpStats::default()),
         tls_certificates: Mutex::new(Vec::new()),
         started: Instant::now(),
         zone_acls: Arc::new(ArcSwap::from_pointee(settings.zone_acls.clone())),
@@ -537,14 +541,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         bind_all(&settings.listen, settings.threads)?
     };
-    let dot = if demo_mode && !settings.listen_given {
-        crate::dot::TlsListeners::bind_demo()?
+    let encrypted = if demo_mode && !settings.listen_given {
+        crate::encrypted::TlsListeners::bind_demo()?
     } else {
-        crate::dot::TlsListeners::bind(&settings)?
+        crate::encrypted::TlsListeners::bind(&settings)?
     };
-    let dot_addrs = dot.local_addrs();
+    let dot_addrs = encrypted.local_addrs(true);
+    let doh_addrs = encrypted.local_addrs(false);
     if let Ok(mut c) = app.tls_certificates.lock() {
-        *c = dot.certificates();
+        *c = encrypted.certificates();
     }
     let addrs = udp.local_addrs().to_vec();
     if let Ok(mut b) = app.bound.lock() {
@@ -630,27 +635,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         });
     }
-    if !dot_addrs.is_empty() {
-        let servers = dot.into_servers(&settings.tls_limits)?;
-        let config = crate::dot::connection_config(&settings);
-        // RFC 7828 §3.3.2: the keepalive a DoT client is told is DoT's own
-        // idle timeout, not TCP's.
-        let shared = Shared {
-            config: Arc::new(AnswerConfig {
-                tcp_keepalive: Some(keepalive_units(settings.tls_limits.idle_timeout)),
-                ..(*shared.config).clone()
-            }),
-            ..shared.clone()
-        };
-        let make = move || ServerHandler::new(&shared, Via::Tls);
-        let (stats, shutdown) = (Arc::clone(&app.tls_stats), shutdown.clone());
-        runtime.spawn(async move {
-            if let Err(e) = serve_tls(servers, config, make, stats, shutdown.clone()).await {
-                tracing::error!(error = %e, "DNS over TLS listeners failed; stopping");
-                shutdown.trigger();
-            }
-        });
-    }
+    crate::encrypted::serve(
+        encrypted,
+        &settings,
+        &shared,
+        [Arc::clone(&app.tls_stats), Arc::clone(&app.https_stats)],
+        &shutdown,
+        runtime.handle(),
+    )?;
     if let Some(secrets) = &app.cookies {
         runtime.spawn(cookie_secrets::rotate_forever(
             Arc::clone(secrets),
@@ -703,10 +695,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for a in &dot_addrs {
         tracing::info!(address = %a, "listening for DNS over TLS");
     }
+    for a in &doh_addrs {
+        tracing::info!(address = %a, "listening for DNS over HTTPS");
+    }
     if demo_mode {
         if let Some(a) = addrs.first() {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(demo::banner(*a, dot_addrs.first().copied()).as_bytes());
+            let _ = out.write_all(
+                demo::banner(*a, dot_addrs.first().copied(), doh_addrs.first().copied()).as_bytes(),
+            );
             let _ = out.flush();
         }
     }
@@ -715,6 +712,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         file.write_ready(&crate::ready_file::Bound {
             dns: &addrs,
             dot: &dot_addrs,
+            doh: &doh_addrs,
             prometheus: crate::metrics_http::listening(),
             control: settings.control_socket.as_deref(),
         });

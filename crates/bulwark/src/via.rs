@@ -12,6 +12,8 @@ pub enum Via {
     Tcp,
     /// DNS over TLS (RFC 7858).
     Tls,
+    /// DNS over HTTPS (RFC 8484).
+    Https,
 }
 
 impl Via {
@@ -20,7 +22,7 @@ impl Via {
     pub fn transport(self) -> Transport {
         match self {
             Via::Udp => Transport::Udp,
-            Via::Tcp | Via::Tls => Transport::Tcp,
+            Via::Tcp | Via::Tls | Via::Https => Transport::Tcp,
         }
     }
 
@@ -30,6 +32,7 @@ impl Via {
             Via::Udp => "udp",
             Via::Tcp => "tcp",
             Via::Tls => "tls",
+            Via::Https => "https",
         }
     }
 
@@ -39,6 +42,7 @@ impl Via {
             Via::Udp => Protocol::Udp,
             Via::Tcp => Protocol::Tcp,
             Via::Tls => Protocol::Dot,
+            Via::Https => Protocol::Doh,
         }
     }
 
@@ -49,6 +53,6 @@ impl Via {
 
     /// RFC 7830 §6: padding is for encrypted channels only.
     pub fn is_encrypted(self) -> bool {
-        self == Via::Tls
+        matches!(self, Via::Tls | Via::Https)
     }
 }

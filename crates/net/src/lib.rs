@@ -1,5 +1,5 @@
 //! Sockets: UDP with batched syscalls (`recvmmsg`/`sendmmsg`), TCP per RFC 7766,
-//! DNS over TLS per RFC 7858.
+//! DNS over TLS per RFC 7858, DNS over HTTPS per RFC 8484.
 //!
 //! This is the only crate allowed `unsafe`: each block is small, sits in `sys.rs`
 //! or beside the syscall it wraps, and carries a `// SAFETY:` comment. Everything
@@ -19,9 +19,11 @@ pub mod client;
 mod client_conns;
 mod control;
 mod deferred;
+pub mod doh;
 mod error;
 pub mod frame;
 mod heap;
+pub mod https;
 mod metrics_http;
 mod shutdown;
 mod stream;
@@ -41,11 +43,12 @@ pub use deferred::{Deferred, Responder, ResponderClosed};
 pub use error::NetError;
 pub use frame::{FrameDecoder, FrameError};
 pub use heap::{release_free_memory, Allocator};
+pub use https::DohConfig;
 pub use metrics_http::{bind_metrics, serve_metrics, MetricsBody, MetricsListener};
 pub use shutdown::Shutdown;
 pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
 pub use systemd::sd_notify;
-pub use tcp::{bind_tcp, serve_tcp, serve_tls, BoundTcp, TcpConfig, TcpStats};
+pub use tcp::{bind_tcp, serve_https, serve_tcp, serve_tls, BoundTcp, TcpConfig, TcpStats};
 pub use tls::{ServerCertificate, TlsError, TlsServer};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 

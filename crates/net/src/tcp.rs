@@ -22,6 +22,7 @@ use crate::client_conns::{AllBusy, ClientSlot, ClientTable};
 use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
+use crate::https::DohConfig;
 use crate::shutdown::Shutdown;
 use crate::tls::TlsServer;
 use crate::QueryHandler;
@@ -188,7 +189,10 @@ where
     F: Fn() -> H + Send + Sync + 'static,
     H: QueryHandler + Send + 'static,
 {
-    let listeners = listeners.into_iter().map(|l| (l, None)).collect();
+    let listeners = listeners
+        .into_iter()
+        .map(|l| (l, Security::Plain))
+        .collect();
     serve_streams(listeners, config, make_handler, stats, shutdown).await
 }
 
@@ -209,14 +213,46 @@ where
 {
     let listeners = listeners
         .into_iter()
-        .map(|(l, tls)| (l, Some(Arc::new(tls))))
+        .map(|(l, tls)| (l, Security::Tls(Arc::new(tls))))
         .collect();
     serve_streams(listeners, config, make_handler, stats, shutdown).await
 }
 
-/// Listeners with `Some` TLS server serve DNS over TLS, the others TCP.
+/// Serves DNS over HTTPS (RFC 8484) on every listener until `shutdown`
+/// fires: TLS as [`serve_tls`], then HTTP/2 or HTTP/1.1 as ALPN chose, with
+/// the same caps and counters; `max_queries_per_connection` counts requests.
+/// Each listener has its own certificate and path.
+pub async fn serve_https<F, H>(
+    listeners: Vec<(BoundTcp, TlsServer, DohConfig)>,
+    config: TcpConfig,
+    make_handler: F,
+    stats: Arc<TcpStats>,
+    shutdown: Shutdown,
+) -> Result<(), NetError>
+where
+    F: Fn() -> H + Send + Sync + 'static,
+    H: QueryHandler + Send + 'static,
+{
+    let listeners = listeners
+        .into_iter()
+        .map(|(l, tls, doh)| (l, Security::Https(Arc::new(tls), Arc::new(doh))))
+        .collect();
+    serve_streams(listeners, config, make_handler, stats, shutdown).await
+}
+
+/// What a listener speaks over its TCP connections.
+#[derive(Clone)]
+enum Security {
+    /// DNS over TCP.
+    Plain,
+    /// DNS over TLS.
+    Tls(Arc<TlsServer>),
+    /// DNS over HTTPS.
+    Https(Arc<TlsServer>, Arc<DohConfig>),
+}
+
 async fn serve_streams<F, H>(
-    listeners: Vec<(BoundTcp, Option<Arc<TlsServer>>)>,
+    listeners: Vec<(BoundTcp, Security)>,
     config: TcpConfig,
     make_handler: F,
     stats: Arc<TcpStats>,
@@ -233,11 +269,11 @@ where
     });
     let make_handler = Arc::new(make_handler);
     let mut accepts = tokio::task::JoinSet::new();
-    for (l, tls) in listeners {
+    for (l, security) in listeners {
         let listener = TcpListener::from_std(l.listener).map_err(NetError::Listener)?;
         accepts.spawn(accept_loop(
             listener,
-            tls,
+            security,
             Arc::clone(&limits),
             Arc::clone(&make_handler),
             Arc::clone(&stats),
@@ -257,7 +293,7 @@ struct Limits {
 
 async fn accept_loop<F, H>(
     listener: TcpListener,
-    tls: Option<Arc<TlsServer>>,
+    security: Security,
     limits: Arc<Limits>,
     make_handler: Arc<F>,
     stats: Arc<TcpStats>,
@@ -308,7 +344,7 @@ async fn accept_loop<F, H>(
         permit.forget();
         bump(&stats.accepted);
         let connection = Connection {
-            tls: tls.clone(),
+            security: security.clone(),
             limits: Arc::clone(&limits),
             stats: Arc::clone(&stats),
             client: client_slot,
@@ -316,8 +352,8 @@ async fn accept_loop<F, H>(
         let handler = make_handler();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let mut stream = stream;
             let _ = stream.set_nodelay(true);
+            let mut stream = Some(stream);
             let who = Peer {
                 addr: peer,
                 local,
@@ -337,34 +373,55 @@ async fn accept_loop<F, H>(
     }
 }
 
-/// Serves an accepted connection, in the clear or after a TLS handshake. TLS
-/// borrows the socket, which the caller closes once the connection is counted.
-async fn serve_accepted<H: QueryHandler>(
-    stream: &mut TcpStream,
+/// Serves an accepted connection, in the clear or after a TLS handshake. DNS
+/// over TCP and TLS borrow the socket, which the caller closes once the
+/// connection is counted; HTTP needs it for its own (hyper owns its I/O), so
+/// there the close may come first.
+async fn serve_accepted<H: QueryHandler + Send + 'static>(
+    socket: &mut Option<TcpStream>,
     who: Peer<'_>,
     handler: H,
     connection: &Connection,
 ) -> ConnectionEnd {
     let (config, stats) = (&connection.limits.config, &*connection.stats);
-    let Some(tls) = connection.tls.as_deref() else {
-        return serve_connection(stream, who, handler, config, stats).await;
-    };
-    // A connection still in its handshake is idle: a newer connection of
-    // the same client at its cap may take its place.
-    let evicted = async {
-        match who.slot {
-            Some(s) => s.evicted().await,
-            None => std::future::pending().await,
+    let (tls, doh) = match &connection.security {
+        Security::Plain => {
+            return match socket.as_mut() {
+                Some(stream) => serve_connection(stream, who, handler, config, stats).await,
+                None => ConnectionEnd::PeerClosed,
+            };
         }
+        Security::Tls(tls) => (tls, None),
+        Security::Https(tls, doh) => (tls, Some(doh)),
+    };
+    if let Some(doh) = doh {
+        let Some(owned) = socket.take() else {
+            return ConnectionEnd::PeerClosed;
+        };
+        let handshake = tokio::time::timeout(tls.handshake_timeout, tls.acceptor.accept(owned));
+        let stream = match handshake_or_eviction(handshake, who.slot).await {
+            Ok(s) => s,
+            Err(end) => return end,
+        };
+        let (peer, local) = (who.addr, who.local);
+        return crate::https::serve_http(
+            stream,
+            peer,
+            local,
+            handler,
+            config,
+            doh,
+            &connection.stats,
+        )
+        .await;
+    }
+    let Some(stream) = socket.as_mut() else {
+        return ConnectionEnd::PeerClosed;
     };
     let handshake = tokio::time::timeout(tls.handshake_timeout, tls.acceptor.accept(stream));
-    let mut stream = tokio::select! {
-        () = evicted => return ConnectionEnd::Evicted,
-        done = handshake => match done {
-            Err(_) => return ConnectionEnd::HandshakeTimeout,
-            Ok(Err(e)) => return ConnectionEnd::Handshake(e),
-            Ok(Ok(s)) => s,
-        },
+    let mut stream = match handshake_or_eviction(handshake, who.slot).await {
+        Ok(s) => s,
+        Err(end) => return end,
     };
     let end = serve_connection(&mut stream, who, handler, config, stats).await;
     // RFC 8446 §6.1: a close_notify tells the client that nothing was cut
@@ -381,13 +438,40 @@ async fn serve_accepted<H: QueryHandler>(
     end
 }
 
+/// Waits for a TLS handshake (already bounded by its timeout). A connection
+/// still in its handshake is idle: a newer connection of the same client at
+/// its cap may take its place.
+async fn handshake_or_eviction<S>(
+    handshake: impl std::future::Future<
+        Output = Result<
+            std::io::Result<tokio_rustls::server::TlsStream<S>>,
+            tokio::time::error::Elapsed,
+        >,
+    >,
+    slot: Option<&ClientSlot>,
+) -> Result<tokio_rustls::server::TlsStream<S>, ConnectionEnd> {
+    let evicted = async {
+        match slot {
+            Some(s) => s.evicted().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = evicted => Err(ConnectionEnd::Evicted),
+        done = handshake => match done {
+            Err(_) => Err(ConnectionEnd::HandshakeTimeout),
+            Ok(Err(e)) => Err(ConnectionEnd::Handshake(e)),
+            Ok(Ok(s)) => Ok(s),
+        },
+    }
+}
+
 /// How long a TLS connection's close waits for its close_notify to be sent.
 const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
 
 /// Holds a connection's places in the caps; dropping it gives them back.
 struct Connection {
-    /// `Some` on a DNS over TLS listener.
-    tls: Option<Arc<TlsServer>>,
+    security: Security,
     limits: Arc<Limits>,
     stats: Arc<TcpStats>,
     client: Option<ClientSlot>,
@@ -420,7 +504,7 @@ impl Drop for Connection {
 
 /// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
-enum ConnectionEnd {
+pub(crate) enum ConnectionEnd {
     #[error("closed by the client")]
     PeerClosed,
     #[error("idle timeout")]

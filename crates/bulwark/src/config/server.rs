@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use super::defences::find_acl;
 use super::source::{Locate, Source};
-use crate::settings::{CatalogRole, RunAs, TcpLimits, TlsLimits, TlsListener, ZoneSpec};
+use crate::settings::{CatalogRole, Encrypted, RunAs, TcpLimits, TlsLimits, TlsListener, ZoneSpec};
 
 /// DNS flag day 2020: a payload that avoids fragmentation on common paths.
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = bulwark_auth::DEFAULT_MAX_UDP_PAYLOAD;
@@ -81,11 +81,14 @@ pub struct ListenerSection {
     /// With `[resolver]`: whether clients on this address may recurse
     /// (default true, within `allow_recursion`).
     pub recursion: Option<bool>,
-    /// `dns` (UDP and TCP, the default) or `tls` (DNS over TLS, RFC 7858).
+    /// `dns` (UDP and TCP, the default), `tls` (DNS over TLS, RFC 7858) or
+    /// `https` (DNS over HTTPS, RFC 8484).
     pub transport: Option<Spanned<String>>,
-    /// With `transport = "tls"`: PEM files of the certificate chain and key.
+    /// With `tls` or `https`: PEM files of the certificate chain and key.
     pub certificate: Option<String>,
     pub key: Option<String>,
+    /// With `https`: the path queries are sent to (default `/dns-query`).
+    pub path: Option<Spanned<String>>,
 }
 
 /// What `[[listener]]` tables add: their ACLs, and the addresses that
@@ -284,14 +287,22 @@ pub fn listeners(
             continue;
         }
         seen.push(a);
-        match listener_transport(l, src, problems) {
-            Some(ListenerTransport::Dns) => listen.push(a),
-            Some(ListenerTransport::Tls) => {
-                if let Some(t) = tls_listener(a, l, base_dir, src, problems) {
-                    out.tls.push(t);
+        let kind = match listener_transport(l, src, problems) {
+            Some(ListenerTransport::Dns) => {
+                if let Some(p) = &l.path {
+                    problems.push(src.at(p.span(), "path: only for transport = \"https\""));
                 }
+                listen.push(a);
+                None
             }
+            Some(ListenerTransport::Tls) => Some(Encrypted::Dot),
+            Some(ListenerTransport::Https) => doh_path(l, src, problems),
             None => continue,
+        };
+        if let Some(kind) = kind {
+            if let Some(t) = tls_listener(a, kind, l, base_dir, src, problems) {
+                out.tls.push(t);
+            }
         }
         if let Some(acl) = l
             .acl
@@ -311,6 +322,7 @@ pub fn listeners(
 enum ListenerTransport {
     Dns,
     Tls,
+    Https,
 }
 
 fn listener_transport(
@@ -324,10 +336,11 @@ fn listener_transport(
     match t.get_ref().as_str() {
         "dns" => Some(ListenerTransport::Dns),
         "tls" => Some(ListenerTransport::Tls),
+        "https" => Some(ListenerTransport::Https),
         other => {
             problems.push(src.at(
                 t.span(),
-                format!("transport: `{other}` is not one of `dns` (UDP and TCP) or `tls`"),
+                format!("transport: `{other}` is not one of `dns` (UDP and TCP), `tls` or `https`"),
             ));
             None
         }
@@ -339,6 +352,7 @@ fn listener_transport(
 /// (and on reload), where an unreadable one is an error naming it.
 fn tls_listener(
     address: SocketAddr,
+    kind: Encrypted,
     l: &ListenerSection,
     base_dir: &Path,
     src: &Source<'_>,
@@ -347,6 +361,7 @@ fn tls_listener(
     match (&l.certificate, &l.key) {
         (Some(certificate), Some(key)) => Some(TlsListener {
             address,
+            kind,
             certificate: base_dir.join(certificate),
             key: base_dir.join(key),
         }),
@@ -354,12 +369,34 @@ fn tls_listener(
             problems.push(src.at(
                 l.address.span(),
                 format!(
-                    "listener {address}: transport = \"tls\" needs `certificate` and `key` (PEM files)"
+                    "listener {address}: an encrypted transport needs `certificate` and `key` (PEM files)"
                 ),
             ));
             None
         }
     }
+}
+
+/// A DoH listener's path: absolute, without a query string.
+fn doh_path(
+    l: &ListenerSection,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Option<Encrypted> {
+    let Some(p) = &l.path else {
+        return Some(Encrypted::Doh {
+            path: bulwark_net::doh::DEFAULT_PATH.to_string(),
+        });
+    };
+    let path = p.get_ref();
+    if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+        problems.push(src.at(
+            p.span(),
+            format!("path: `{path}` is not an absolute path like /dns-query (no query string)"),
+        ));
+        return None;
+    }
+    Some(Encrypted::Doh { path: path.clone() })
 }
 
 /// `[server] tls_idle_timeout`, `tls_handshake_timeout` and

@@ -276,6 +276,7 @@ fn a_tls_listener_serves_dot_with_its_files_beside_the_configuration() {
     assert_eq!(s.tls_listeners.len(), 1);
     let l = &s.tls_listeners[0];
     assert_eq!(l.address, "127.0.0.1:853".parse::<SocketAddr>().unwrap());
+    assert_eq!(l.kind, crate::settings::Encrypted::Dot);
     assert_eq!(l.certificate, Path::new("/etc/bulwark/tls/cert.pem"));
     assert_eq!(l.key, Path::new("/keys/key.pem"));
     assert_eq!(s.tls_limits.idle_timeout, Duration::from_secs(30));
@@ -288,13 +289,42 @@ fn a_tls_listener_serves_dot_with_its_files_beside_the_configuration() {
 }
 
 #[test]
+fn an_https_listener_serves_doh_at_its_path() {
+    let text = "[[listener]]\naddress = \"127.0.0.1:443\"\ntransport = \"https\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n[[listener]]\naddress = \"127.0.0.1:8443\"\ntransport = \"https\"\npath = \"/q\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n";
+    let s = settings(text).unwrap();
+    let paths: Vec<_> = s.tls_listeners.iter().map(|l| l.kind.clone()).collect();
+    assert_eq!(
+        paths,
+        vec![
+            crate::settings::Encrypted::Doh {
+                path: "/dns-query".to_string()
+            },
+            crate::settings::Encrypted::Doh {
+                path: "/q".to_string()
+            },
+        ]
+    );
+    let bad = "[[listener]]\naddress = \"127.0.0.1:443\"\ntransport = \"https\"\npath = \"dns?x\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n[[listener]]\naddress = \"127.0.0.1:53\"\npath = \"/q\"\n";
+    let err = settings(bad).unwrap_err();
+    let all = err.problems.join("\n");
+    assert!(
+        all.contains("bulwark.toml:4:8: path: `dns?x` is not an absolute path"),
+        "{all}"
+    );
+    assert!(
+        all.contains("bulwark.toml:9:8: path: only for transport = \"https\""),
+        "{all}"
+    );
+}
+
+#[test]
 fn tls_listener_mistakes_say_where() {
     let text = "[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\n[[listener]]\naddress = \"127.0.0.1:854\"\ntransport = \"quic\"\n[[listener]]\naddress = \"127.0.0.1:853\"\n[server]\ntls_handshake_timeout = 0\n";
     let err = settings(text).unwrap_err();
     let all = err.problems.join("\n");
     assert_eq!(err.problems.len(), 4, "{all}");
     assert!(
-        all.contains("bulwark.toml:2:11: listener 127.0.0.1:853: transport = \"tls\" needs `certificate` and `key`"),
+        all.contains("bulwark.toml:2:11: listener 127.0.0.1:853: an encrypted transport needs `certificate` and `key`"),
         "{all}"
     );
     assert!(

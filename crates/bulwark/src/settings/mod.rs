@@ -30,7 +30,7 @@ pub use replication::{
     CatalogRole, KeyedAcl, Remote, ZoneReplication, ZoneTemplate, DEFAULT_JOURNAL_MAX_BYTES,
 };
 pub use resolver::{ResolverSettings, IANA_ROOT_HINTS};
-pub use tls::{TlsLimits, TlsListener};
+pub use tls::{Encrypted, TlsLimits, TlsListener};
 pub use zone::ZoneSpec;
 
 /// How UDP workers wait for queries (`[server] udp_workers`).
@@ -91,7 +91,8 @@ pub struct Settings {
     pub listeners_without_recursion: Vec<SocketAddr>,
     /// Recursion; `None` when `[resolver]` is absent (authoritative only).
     pub resolver: Option<ResolverSettings>,
-    /// DNS over TLS listeners (`[[listener]] transport = "tls"`).
+    /// DNS over TLS and HTTPS listeners (`[[listener]] transport = "tls"`
+    /// or `"https"`).
     pub tls_listeners: Vec<TlsListener>,
     pub tls_limits: TlsLimits,
 }

@@ -1,5 +1,6 @@
-//! Encrypted listeners: where DNS over TLS is served, with which certificate,
-//! and the connection limits that differ from plain TCP's.
+//! Encrypted listeners: where DNS over TLS and DNS over HTTPS are served,
+//! with which certificate, and the connection limits that differ from plain
+//! TCP's.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,10 +13,20 @@ pub const DEFAULT_TLS_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 /// bounds what one connection's keys protect and rebalances long clients.
 pub const DEFAULT_TLS_MAX_QUERIES_PER_CONNECTION: u32 = 10_000;
 
-/// One `[[listener]]` with `transport = "tls"`.
+/// What an encrypted listener speaks over TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encrypted {
+    /// DNS over TLS (RFC 7858).
+    Dot,
+    /// DNS over HTTPS (RFC 8484), queries at this path.
+    Doh { path: String },
+}
+
+/// One `[[listener]]` with `transport = "tls"` or `"https"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsListener {
     pub address: SocketAddr,
+    pub kind: Encrypted,
     /// PEM: the certificate chain, leaf first.
     pub certificate: PathBuf,
     /// PEM: the leaf's private key (PKCS#8, PKCS#1 or SEC1).

@@ -17,7 +17,12 @@ use crate::stats::{
 };
 use crate::via::Via;
 
-const TRANSPORTS: [(Via, &str); 3] = [(Via::Udp, "udp"), (Via::Tcp, "tcp"), (Via::Tls, "tls")];
+const TRANSPORTS: [(Via, &str); 4] = [
+    (Via::Udp, "udp"),
+    (Via::Tcp, "tcp"),
+    (Via::Tls, "tls"),
+    (Via::Https, "https"),
+];
 const NANOS_PER_SECOND: f64 = 1e9;
 
 /// What the statistics are read from: every part of the running server that
@@ -30,6 +35,8 @@ pub struct Sources<'a> {
     pub tcp: &'a TcpStats,
     /// `None` when no DNS over TLS listener is configured.
     pub tls: Option<&'a TcpStats>,
+    /// `None` when no DNS over HTTPS listener is configured.
+    pub https: Option<&'a TcpStats>,
     pub events: Vec<EventCount>,
     /// `None` when rate limiting is off.
     pub rrl: Option<RrlStats>,
@@ -203,8 +210,11 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
             }
         })
         .collect();
-    let sum =
-        |f: &dyn Fn(&Totals) -> u64| f(&s.udp).wrapping_add(f(&s.tcp)).wrapping_add(f(&s.tls));
+    let sum = |f: &dyn Fn(&Totals) -> u64| {
+        [&s.udp, &s.tcp, &s.tls, &s.https]
+            .iter()
+            .fold(0u64, |total, t| total.wrapping_add(f(t)))
+    };
     vec![
         counter(
             "bulwark_queries_total",
@@ -301,6 +311,26 @@ const TLS_FAMILIES: ConnectionFamilies = ConnectionFamilies {
     handshakes: true,
 };
 
+const HTTPS_FAMILIES: ConnectionFamilies = ConnectionFamilies {
+    accepted: (
+        "bulwark_https_connections_accepted_total",
+        "DNS over HTTPS connections accepted (including those closed at once for a connection limit).",
+    ),
+    open: (
+        "bulwark_https_connections_open",
+        "DNS over HTTPS connections open now (handshakes included).",
+    ),
+    closed: (
+        "bulwark_https_connections_closed_total",
+        "DNS over HTTPS connections closed, by reason.",
+    ),
+    queries: (
+        "bulwark_https_queries_total",
+        "DNS queries read from DNS over HTTPS requests.",
+    ),
+    handshakes: true,
+};
+
 /// Accepted, open and closed-by-reason connections, and queries, of one
 /// stream transport. TCP has no handshake, so those reasons are TLS's only.
 fn connection_families(c: &TcpStats, names: &ConnectionFamilies) -> Vec<Family> {
@@ -364,6 +394,9 @@ fn server_families(sources: &Sources<'_>) -> Vec<Family> {
     out.extend(connection_families(sources.tcp, &TCP_FAMILIES));
     if let Some(tls) = sources.tls {
         out.extend(connection_families(tls, &TLS_FAMILIES));
+    }
+    if let Some(https) = sources.https {
+        out.extend(connection_families(https, &HTTPS_FAMILIES));
     }
     let events = &sources.events;
     out.push(counter(

@@ -226,6 +226,7 @@ pub struct Snapshot {
     pub udp: Totals,
     pub tcp: Totals,
     pub tls: Totals,
+    pub https: Totals,
 }
 
 impl Snapshot {
@@ -234,6 +235,7 @@ impl Snapshot {
             Via::Udp => &self.udp,
             Via::Tcp => &self.tcp,
             Via::Tls => &self.tls,
+            Via::Https => &self.https,
         }
     }
 
@@ -242,6 +244,7 @@ impl Snapshot {
             Via::Udp => &mut self.udp,
             Via::Tcp => &mut self.tcp,
             Via::Tls => &mut self.tls,
+            Via::Https => &mut self.https,
         }
     }
 }

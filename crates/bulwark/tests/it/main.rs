@@ -25,7 +25,7 @@ mod flood;
 mod interop_clients;
 mod interop_cookies;
 mod interop_dnstap;
-mod interop_dot;
+mod interop_encrypted;
 mod interop_validation;
 mod ops_control;
 mod ops_metrics;

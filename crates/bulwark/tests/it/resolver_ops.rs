@@ -47,6 +47,8 @@ struct Resolver {
     prometheus: Option<SocketAddr>,
     /// A DNS over TLS listener, when `extra` adds one.
     dot: Option<SocketAddr>,
+    /// A DNS over HTTPS listener, likewise.
+    doh: Option<SocketAddr>,
 }
 
 /// bulwark forwarding `upstream.test.` to `upstream` (and using it as its
@@ -81,6 +83,7 @@ fn resolver(dir: &Path, upstream: SocketAddr, extra: &str, args: &[&str]) -> Res
         socket,
         prometheus: bound.prometheus,
         dot: bound.dot.first().copied(),
+        doh: bound.doh.first().copied(),
     }
 }
 
@@ -430,7 +433,7 @@ fn dnstap_logs_client_and_resolver_messages_that_dnstap_ldns_reads() {
 }
 
 #[test]
-fn clients_over_tls_are_resolved_for_with_padded_answers_that_dnstap_marks_dot() {
+fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_marks() {
     let dir = support::temp_dir("bulwark-resolver-dot-");
     let Some(knot) = upstream(dir.path()) else {
         return;
@@ -448,24 +451,33 @@ fn clients_over_tls_are_resolved_for_with_padded_answers_that_dnstap_marks_dot()
     let tap = dir.path().join("resolver.tap");
     let extra = format!(
         "\n[[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"tls\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
+         [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"https\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
          [dnstap]\ndestination = \"file:{}\"\nmessages = [\"client_query\", \"client_response\"]\n",
         tap.display()
     );
     let mut r = resolver(dir.path(), knot.addr, &extra, &[]);
     let dot = r.dot.expect("a dot line in the ready file");
+    let doh = r.doh.expect("a doh line in the ready file");
     // The first answer is resolved (a deferred reply), the second comes
-    // from the cache: both padded, as kdig pads its queries over TLS.
-    for _ in 0..2 {
+    // from the cache: both padded, as kdig pads its queries over TLS; then
+    // the same over HTTPS, from a cache that does not hold `alias`.
+    for (server, extra, qname) in [
+        (dot, "+tls", "www.upstream.test."),
+        (dot, "+tls", "www.upstream.test."),
+        (doh, "+https", "alias.upstream.test."),
+        (doh, "+https", "alias.upstream.test."),
+    ] {
         let out = Command::new(&kdig)
             .args([
-                format!("@{}", dot.ip()),
+                format!("@{}", server.ip()),
                 "-p".to_string(),
-                dot.port().to_string(),
+                server.port().to_string(),
+                extra.to_string(),
                 format!("+tls-ca={}", cert.display()),
                 "+tls-hostname=localhost".to_string(),
                 "+time=5".to_string(),
                 "+retry=0".to_string(),
-                "www.upstream.test.".to_string(),
+                qname.to_string(),
                 "A".to_string(),
             ])
             .output()
@@ -492,7 +504,7 @@ fn clients_over_tls_are_resolved_for_with_padded_answers_that_dnstap_marks_dot()
         .lines()
         .filter(|l| l.contains(" CQ ") || l.contains(" CR "))
         .collect();
-    assert_eq!(client_lines.len(), 4, "{text}");
+    assert_eq!(client_lines.len(), 8, "{text}");
     // dnstap-ldns decodes every message, the responses padded to 468
     // octets; its schema predates DOT (it prints `?` for the protocol),
     // so bulwark's reader names it.
@@ -515,6 +527,11 @@ fn clients_over_tls_are_resolved_for_with_padded_answers_that_dnstap_marks_dot()
     assert_eq!(
         yaml.matches("socket_protocol: DOT").count(),
         4,
-        "every client message is marked DOT:\n{yaml}"
+        "every client message over TLS is marked DOT:\n{yaml}"
+    );
+    assert_eq!(
+        yaml.matches("socket_protocol: DOH").count(),
+        4,
+        "every client message over HTTPS is marked DOH:\n{yaml}"
     );
 }

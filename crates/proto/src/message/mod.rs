@@ -5,6 +5,7 @@ mod builder;
 mod compress;
 mod edns;
 mod error_response;
+pub mod freshness;
 mod header;
 pub mod padding;
 #[cfg(feature = "parse-counter")]

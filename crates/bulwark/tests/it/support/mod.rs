@@ -331,6 +331,8 @@ pub struct Bound {
     pub dns: Vec<SocketAddr>,
     /// DNS over TLS listeners.
     pub dot: Vec<SocketAddr>,
+    /// DNS over HTTPS listeners.
+    pub doh: Vec<SocketAddr>,
     pub prometheus: Option<SocketAddr>,
     pub control: Option<PathBuf>,
 }
@@ -349,6 +351,7 @@ impl Bound {
                 "pid" => bound.pid = value.parse().ok()?,
                 "dns" => bound.dns.push(value.parse().ok()?),
                 "dot" => bound.dot.push(value.parse().ok()?),
+                "doh" => bound.doh.push(value.parse().ok()?),
                 "prometheus" => bound.prometheus = Some(value.parse().ok()?),
                 "control" => bound.control = Some(PathBuf::from(value)),
                 _ => {}
