@@ -28,6 +28,8 @@ const WAITING: u8 = 0;
 const BUSY: u8 = 1;
 /// Chosen to make room for a newer connection of the same client.
 const EVICTED: u8 = 2;
+/// Closing (for a reason of its own): no longer evictable.
+const CLOSED: u8 = 3;
 
 /// The connections each client holds, up to `limit` each.
 pub(crate) struct ClientTable {
@@ -180,6 +182,24 @@ impl ClientSlot {
         self.activity.state.store(WAITING, Ordering::Release);
     }
 
+    /// Marks the connection closing and tells whether it was evicted first:
+    /// then its place in the server's total passed to the connection that
+    /// evicted it, and is not given back. Once this returns, the connection
+    /// can no longer be evicted, so the answer stays true.
+    pub(crate) fn close(&self) -> bool {
+        let state = &self.activity.state;
+        let mut now = state.load(Ordering::Acquire);
+        loop {
+            if now == EVICTED {
+                return true;
+            }
+            match state.compare_exchange(now, CLOSED, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return false,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
     /// Resolves when the connection has been chosen to make room. A notice
     /// sent before the connection starts waiting is kept, not lost.
     pub(crate) async fn evicted(&self) {
@@ -273,6 +293,21 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(slots[1].evicted());
+    }
+
+    #[test]
+    fn an_evicted_connection_passes_its_place_on_and_a_closing_one_cannot_be_evicted() {
+        let table = Arc::new(ClientTable::new(1));
+        let c = ip("192.0.2.1");
+        let (first, _) = table.admit(c).unwrap().unwrap();
+        let (second, how) = table.admit(c).unwrap().unwrap();
+        assert_eq!(how, Admitted::Evicting);
+        assert!(first.close(), "evicted: its place went to the second");
+        assert!(first.close(), "and stays gone");
+        // Closing for its own reasons first, the second keeps its place
+        // and is not evicted by a third: that one is refused.
+        assert!(!second.close());
+        assert_eq!(table.admit(c).err(), Some(AllBusy));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::client_conns::{AllBusy, ClientSlot, ClientTable};
+use crate::client_conns::{Admitted, AllBusy, ClientSlot, ClientTable};
 use crate::deferred::{Deferred, Responder, TCP_QUEUE};
 use crate::error::NetError;
 use crate::frame::{FrameDecoder, FrameError};
@@ -321,17 +321,11 @@ async fn accept_loop<F, H>(
                 continue;
             }
         };
-        // Full: close at once rather than queue (RFC 7766 §6.2.2).
-        let Ok(permit) = limits.slots.try_acquire() else {
-            bump(&stats.rejected);
-            bump(&stats.too_many_total);
-            drop(stream);
-            continue;
-        };
         // At its cap a client's longest-waiting connection gives way; only
         // a client whose every connection is busy is refused.
-        let client_slot = match limits.clients.admit(peer.ip()) {
-            Ok(slot) => slot.map(|(slot, _)| slot),
+        let (client_slot, evicting) = match limits.clients.admit(peer.ip()) {
+            Ok(Some((slot, how))) => (Some(slot), how == Admitted::Evicting),
+            Ok(None) => (None, false),
             Err(AllBusy) => {
                 bump(&stats.rejected);
                 bump(&stats.too_many_for_client);
@@ -339,9 +333,23 @@ async fn accept_loop<F, H>(
                 continue;
             }
         };
-        // The permit is given back by `Connection` below, which owns it as a
-        // count rather than a borrow of `limits`.
-        permit.forget();
+        // A connection that evicted one of its client's own takes that one's
+        // place in the total (the evicted one gives it over, not back), so
+        // a client flooding connections holds no more than its cap however
+        // fast they come. Otherwise, full: close at once rather than queue
+        // (RFC 7766 §6.2.2).
+        if !evicting {
+            let Ok(permit) = limits.slots.try_acquire() else {
+                bump(&stats.rejected);
+                bump(&stats.too_many_total);
+                drop(client_slot);
+                drop(stream);
+                continue;
+            };
+            // Given back by `Connection`, which owns it as a count rather
+            // than a borrow of `limits`.
+            permit.forget();
+        }
         bump(&stats.accepted);
         let connection = Connection {
             security: security.clone(),
@@ -498,7 +506,11 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.limits.slots.add_permits(1);
+        // An evicted connection's place went to its evictor.
+        let passed_on = self.client.as_ref().is_some_and(ClientSlot::close);
+        if !passed_on {
+            self.limits.slots.add_permits(1);
+        }
     }
 }
 

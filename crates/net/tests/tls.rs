@@ -300,5 +300,7 @@ fn at_the_query_cap_the_answers_go_out_then_a_close_notify() {
     // as an error (UnexpectedEof), so Ok(0) means the server sent one.
     let mut rest = Vec::new();
     assert_eq!(s.read_to_end(&mut rest).unwrap(), 0);
+    // The socket itself closes after the close is counted.
+    wait_closed(&mut s.sock);
     assert_eq!(load(&srv.stats.query_limit), 1);
 }
