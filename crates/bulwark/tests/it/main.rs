@@ -39,6 +39,7 @@ mod repl_pipeline;
 mod repl_primary;
 mod repl_secondary;
 mod repl_update;
+mod repl_xot;
 mod resolver_bogus_matrix;
 mod resolver_internet;
 mod resolver_keytrap;
