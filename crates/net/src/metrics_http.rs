@@ -1,33 +1,37 @@
 //! A metrics endpoint: `GET /metrics` over HTTP/1.1, the body rendered by a
-//! function the edge supplies (bulwark's Prometheus text).
-//!
-//! A deliberately small HTTP/1.1 responder (RFC 9112): one request per
-//! connection, its head read with a size limit and a deadline, answered, then the
-//! connection is closed. At most [`MAX_CONNECTIONS`] are served at once, so a
-//! scraper cannot be turned into a way to exhaust the server.
+//! function the edge supplies (bulwark's Prometheus text). hyper speaks HTTP;
+//! this decides what each request gets. One request per connection, its head
+//! read within a deadline, the whole exchange within another; at most
+//! [`MAX_CONNECTIONS`] are served at once, so a scraper cannot be turned into
+//! a way to exhaust the server.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::Semaphore;
 
 use crate::Shutdown;
 
 /// Connections served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
-/// The request line and headers of a scrape fit easily in this.
-const MAX_REQUEST_HEAD: usize = 8192;
-/// Header lines accepted in one request.
-const MAX_HEADERS: usize = 64;
 /// A client that has not sent its whole request head in this long is dropped.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// A client that does not take the response in this long is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection, request and response, ends within this whatever the client
+/// does (it stops reading the response, say).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
+/// The request heads hyper buffers: a scrape's fits many times over.
+const MAX_REQUEST_BUFFER: usize = 8192;
 /// The one path served.
 const METRICS_PATH: &str = "/metrics";
+const TEXT: &str = "text/plain; charset=utf-8";
 
 /// A bound metrics endpoint, ready for [`serve_metrics`].
 #[derive(Debug)]
@@ -99,161 +103,60 @@ where
         let render = Arc::clone(&render);
         tokio::spawn(async move {
             let _slot = slot;
-            scrape(stream, content_type, &*render).await;
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let render = Arc::clone(&render);
+                async move { Ok::<_, Infallible>(respond(&req, content_type, &*render)) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(REQUEST_TIMEOUT)
+                .max_buf_size(MAX_REQUEST_BUFFER)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_TIMEOUT, conn).await;
         });
     }
 }
 
-/// One connection: read the head, answer, close.
-async fn scrape(mut stream: TcpStream, content_type: &str, render: &(dyn Fn() -> String + Sync)) {
-    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
-        Ok(Ok(head)) => head,
-        // Timed out, closed early, or failed: nothing worth answering.
-        _ => return,
-    };
-    let response = respond(head.as_deref(), content_type, render);
-    let _ = tokio::time::timeout(WRITE_TIMEOUT, async {
-        stream.write_all(&response).await?;
-        stream.shutdown().await
-    })
-    .await;
-}
-
-/// Reads up to the blank line ending the head. `Ok(None)` when the head is
-/// longer than [`MAX_REQUEST_HEAD`].
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
-    let mut head = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        head.extend_from_slice(chunk.get(..n).unwrap_or_default());
-        if let Some(end) = head_end(&head) {
-            head.truncate(end);
-            return Ok(Some(head));
-        }
-        if head.len() >= MAX_REQUEST_HEAD {
-            return Ok(None);
-        }
+/// The response to one request. `metrics` renders the body, and is called
+/// only for a scrape (GET or HEAD of the path; hyper leaves out a HEAD's
+/// body, RFC 9110 §9.3.2).
+fn respond<B>(
+    req: &Request<B>,
+    content_type: &'static str,
+    metrics: &dyn Fn() -> String,
+) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
-}
-
-/// Where the head ends: after CRLF CRLF, or LF LF (RFC 9112 §2.2 lets a
-/// recipient accept a bare LF as a line terminator).
-fn head_end(buf: &[u8]) -> Option<usize> {
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .and_then(|p| p.checked_add(4));
-    let lf = buf
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .and_then(|p| p.checked_add(2));
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// The whole response to a request head (`None`: the head was too long).
-/// `metrics` renders the body, and is called only for a scrape.
-fn respond(head: Option<&[u8]>, content_type: &str, metrics: impl FnOnce() -> String) -> Vec<u8> {
-    let Some(head) = head else {
-        return response(431, "Request Header Fields Too Large", &[], b"", true);
-    };
-    let Some((method, path)) = request_line(head) else {
-        return response(400, "Bad Request", &[], b"bad request\n", true);
-    };
-    let head_only = method == "HEAD";
-    if method != "GET" && !head_only {
-        return response(
-            405,
-            "Method Not Allowed",
-            &[("Allow", "GET, HEAD")],
-            b"only GET and HEAD\n",
-            true,
+    if req.uri().path() != METRICS_PATH {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: metrics are at /metrics\n",
         );
     }
-    if path != METRICS_PATH {
-        return response(
-            404,
-            "Not Found",
-            &[],
-            b"not found: metrics are at /metrics\n",
-            !head_only,
-        );
-    }
-    let body = metrics();
-    response(
-        200,
-        "OK",
-        &[("Content-Type", content_type)],
-        body.as_bytes(),
-        !head_only,
-    )
+    let mut r = Response::new(Full::new(Bytes::from(metrics())));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
 }
 
-/// The method and path (without any query string) of a well-formed HTTP/1.x
-/// request head (RFC 9112 §3: `method SP request-target SP HTTP-version`).
-fn request_line(head: &[u8]) -> Option<(&str, &str)> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let mut parts = lines.next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some()
-        || method.is_empty()
-        || !method.bytes().all(|b| b.is_ascii_uppercase())
-        || !target.starts_with('/')
-        || !matches!(version, "HTTP/1.0" | "HTTP/1.1")
-    {
-        return None;
-    }
-    let mut headers = 0usize;
-    for line in lines.take_while(|l| !l.is_empty()) {
-        headers = headers.saturating_add(1);
-        // RFC 9112 §5: `field-name ":" OWS field-value`, no space before the colon.
-        let name = line.split(':').next().filter(|_| line.contains(':'))?;
-        if headers > MAX_HEADERS || name.is_empty() || name.contains([' ', '\t']) {
-            return None;
-        }
-    }
-    let path = target.split('?').next().unwrap_or(target);
-    Some((method, path))
-}
-
-/// A complete response that closes the connection. `with_body` is false for
-/// HEAD, which gets the headers a GET would (RFC 9110 §9.3.2).
-fn response(
-    code: u16,
-    reason: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    with_body: bool,
-) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {code} {reason}\r\n");
-    let has_type = headers.iter().any(|(k, _)| *k == "Content-Type");
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !has_type {
-        out.push_str("Content-Type: text/plain; charset=utf-8\r\n");
-    }
-    out.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    ));
-    let mut out = out.into_bytes();
-    if with_body {
-        out.extend_from_slice(body);
-    }
-    out
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT));
+    r
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+    use std::io::{Read, Write};
+
     use super::*;
 
     /// Prometheus's text exposition format, as bulwark serves it.
@@ -267,111 +170,32 @@ mod tests {
         panic!("rendered metrics for a request that is not a scrape")
     }
 
+    fn request(method: &str, uri: &str) -> Request<()> {
+        Request::builder().method(method).uri(uri).body(()).unwrap()
+    }
+
     #[test]
     fn get_metrics_is_200_with_the_exposition_content_type() {
-        let r = respond(
-            Some(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
-            EXPOSITION,
-            metrics,
-        );
-        assert_eq!(
-            r,
-            b"HTTP/1.1 200 OK\r\n\
-              Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-              Content-Length: 37\r\n\
-              Connection: close\r\n\r\n\
-              # TYPE bulwark_up gauge\nbulwark_up 1\n"
-        );
+        let r = respond(&request("GET", "/metrics?x=1"), EXPOSITION, &metrics);
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[CONTENT_TYPE], EXPOSITION);
     }
 
     #[test]
-    fn head_has_the_headers_of_get_and_no_body() {
-        let r = respond(Some(b"HEAD /metrics HTTP/1.0\r\n\r\n"), EXPOSITION, metrics);
-        assert_eq!(
-            r,
-            b"HTTP/1.1 200 OK\r\n\
-              Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-              Content-Length: 37\r\n\
-              Connection: close\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn query_string_and_bare_lf_are_accepted() {
-        let r = respond(
-            Some(b"GET /metrics?x=1 HTTP/1.1\nAccept: */*\n\n"),
-            EXPOSITION,
-            metrics,
-        );
-        assert!(r.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    }
-
-    #[test]
-    fn other_paths_are_404() {
-        let r = respond(Some(b"GET / HTTP/1.1\r\n\r\n"), EXPOSITION, no_metrics);
-        assert!(r.starts_with(b"HTTP/1.1 404 Not Found\r\n"), "{r:?}");
-        let r = respond(
-            Some(b"GET /metricsx HTTP/1.1\r\n\r\n"),
-            EXPOSITION,
-            no_metrics,
-        );
-        assert!(r.starts_with(b"HTTP/1.1 404 Not Found\r\n"));
-    }
-
-    #[test]
-    fn other_methods_are_405_with_allow() {
-        let r = respond(
-            Some(b"POST /metrics HTTP/1.1\r\n\r\n"),
-            EXPOSITION,
-            no_metrics,
-        );
-        let text = String::from_utf8(r).unwrap();
-        assert!(
-            text.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
-            "{text}"
-        );
-        assert!(text.contains("\r\nAllow: GET, HEAD\r\n"), "{text}");
-    }
-
-    #[test]
-    fn malformed_heads_are_400() {
-        for head in [
-            &b"GET /metrics\r\n\r\n"[..],
-            b"GET /metrics HTTP/2.0\r\n\r\n",
-            b"GET  /metrics HTTP/1.1\r\n\r\n",
-            b"get /metrics HTTP/1.1\r\n\r\n",
-            b"GET metrics HTTP/1.1\r\n\r\n",
-            b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
-            b"GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n",
-            b"\xff\xfe /metrics HTTP/1.1\r\n\r\n",
-        ] {
-            let r = respond(Some(head), EXPOSITION, no_metrics);
-            assert!(r.starts_with(b"HTTP/1.1 400 Bad Request\r\n"), "{head:?}");
+    fn other_paths_are_404_and_other_methods_405_with_allow_without_rendering() {
+        for path in ["/", "/metricsx", "/metrics/"] {
+            let r = respond(&request("GET", path), EXPOSITION, &no_metrics);
+            assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
         }
-        let many: String = std::iter::once("GET /metrics HTTP/1.1\r\n".to_string())
-            .chain((0..=MAX_HEADERS).map(|i| format!("X-{i}: y\r\n")))
-            .chain(std::iter::once("\r\n".to_string()))
-            .collect();
-        let r = respond(Some(many.as_bytes()), EXPOSITION, no_metrics);
-        assert!(r.starts_with(b"HTTP/1.1 400 Bad Request\r\n"));
+        for method in ["POST", "PUT", "DELETE", "OPTIONS"] {
+            let r = respond(&request(method, "/metrics"), EXPOSITION, &no_metrics);
+            assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            assert_eq!(r.headers()[ALLOW], "GET, HEAD");
+        }
     }
 
-    #[test]
-    fn oversized_head_is_431() {
-        let r = respond(None, EXPOSITION, no_metrics);
-        assert!(r.starts_with(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"));
-    }
-
-    #[test]
-    fn head_ends_at_the_first_blank_line() {
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\n\r\nrest"), Some(18));
-        assert_eq!(head_end(b"GET / HTTP/1.1\n\n"), Some(16));
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n"), None);
-    }
-
-    #[test]
-    fn a_scrape_over_tcp_gets_the_rendered_body() {
-        use std::io::{Read, Write};
+    /// Serves on a loopback port; what one raw request gets back.
+    fn exchange(raw: &[u8]) -> String {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -389,13 +213,47 @@ mod tests {
             shutdown.clone(),
         ));
         let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .unwrap();
-        let mut reply = String::new();
-        s.read_to_string(&mut reply).unwrap();
-        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
-        assert!(reply.ends_with("bulwark_up 1\n"), "{reply}");
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(raw).unwrap();
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
         shutdown.trigger();
         rt.block_on(server).unwrap();
+        String::from_utf8_lossy(&reply).to_string()
+    }
+
+    #[test]
+    fn a_scrape_over_tcp_gets_the_rendered_body_and_the_connection_closes() {
+        let reply = exchange(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+        assert!(
+            reply
+                .to_ascii_lowercase()
+                .contains("content-length: 37\r\n"),
+            "{reply}"
+        );
+        assert!(reply.ends_with("bulwark_up 1\n"), "{reply}");
+    }
+
+    #[test]
+    fn head_gets_the_headers_of_get_and_no_body() {
+        let reply = exchange(b"HEAD /metrics HTTP/1.0\r\n\r\n");
+        assert!(
+            reply.starts_with("HTTP/1.0 200 OK\r\n") || reply.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{reply}"
+        );
+        assert!(reply.ends_with("\r\n\r\n"), "no body: {reply}");
+    }
+
+    #[test]
+    fn malformed_and_oversized_heads_are_refused() {
+        let reply = exchange(b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n");
+        assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+        let many: String = std::iter::once("GET /metrics HTTP/1.1\r\n".to_string())
+            .chain((0..400).map(|i| format!("X-Header-Number-{i}: some value\r\n")))
+            .chain(std::iter::once("\r\n".to_string()))
+            .collect();
+        let reply = exchange(many.as_bytes());
+        assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
     }
 }
