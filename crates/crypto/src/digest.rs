@@ -52,6 +52,17 @@ pub fn ds_digest(digest_type: DigestType, canonical_owner: &[u8], dnskey_rdata: 
     ctx.finish().as_ref().to_vec()
 }
 
+/// SHA-256 of `data`: the digest of a TLS public-key pin (RFC 7469 §2.4,
+/// RFC 7858 §4.2).
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    let out = digest::digest(&digest::SHA256, data);
+    let mut pin = [0u8; 32];
+    if let Some(bytes) = out.as_ref().get(..32) {
+        pin.copy_from_slice(bytes);
+    }
+    pin
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -64,6 +75,15 @@ mod tests {
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02X}")).collect()
+    }
+
+    #[test]
+    fn sha256_matches_the_fips_180_vector() {
+        // FIPS 180-2 appendix B.1: "abc".
+        assert_eq!(
+            hex(&sha256(b"abc")),
+            "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD"
+        );
     }
 
     // FIPS 180-2 "abc": the owner and the RDATA are hashed as one stream.

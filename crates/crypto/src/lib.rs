@@ -27,7 +27,7 @@ mod pkcs11;
 mod verify;
 
 pub use algorithm::Algorithm;
-pub use digest::{ds_digest, DigestType};
+pub use digest::{ds_digest, sha256, DigestType};
 pub use error::CryptoError;
 pub use hmac::{hmac_verify, HmacAlgorithm, HmacContext, HmacKey, HmacTag};
 pub use keys::{SigningKey, PRIVATE_KEY_FIELD, RSA_FIELDS};

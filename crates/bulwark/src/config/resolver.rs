@@ -85,7 +85,19 @@ pub struct ForwardSection {
     pub addresses: Vec<Spanned<String>>,
     /// `first`: when every forwarder fails, resolve it iteratively.
     pub first: Option<bool>,
+    /// Ask these forwarders over DNS over TLS (RFC 7858), port 853 unless
+    /// an address says otherwise.
+    pub tls: Option<bool>,
+    /// The name the forwarders' certificates must carry.
+    pub tls_name: Option<Spanned<String>>,
+    /// Base64 SHA-256 pins of the forwarders' public keys (RFC 7858 §4.2).
+    pub tls_pin_sha256: Option<Vec<Spanned<String>>>,
+    /// PEM roots for checking `tls_name` (default: the system's).
+    pub tls_ca_file: Option<String>,
 }
+
+/// RFC 7858 §3.1: the port of DNS over TLS.
+const DOT_PORT: u16 = 853;
 
 /// Loopback: who may recurse unless `allow_recursion` says otherwise.
 const DEFAULT_ALLOW: [&str; 2] = ["127.0.0.0/8", "::1/128"];
@@ -301,11 +313,21 @@ pub fn build_resolver(
         },
     };
     let mut forwards = Vec::new();
+    let mut tls_upstreams = Vec::new();
     for f in &s.forward {
         let Some(zone) = zone_name(&f.zone, "[[resolver.forward]]", src, problems) else {
             continue;
         };
-        let addrs = addresses(&f.addresses, "forward addresses", src, problems);
+        let mut addrs = addresses(&f.addresses, "forward addresses", src, problems);
+        if f.tls == Some(true) {
+            dot_ports(&mut addrs, &f.addresses);
+            tls_upstreams.extend(tls_forwarders(f, &zone, &addrs, base_dir, src, problems));
+        } else if f.tls_name.is_some() || f.tls_pin_sha256.is_some() || f.tls_ca_file.is_some() {
+            problems.push(src.at(
+                f.zone.span(),
+                format!("[[resolver.forward]] {zone}: tls_* settings need `tls = true`"),
+            ));
+        }
         if addrs.is_empty() {
             problems.push(src.at(
                 f.zone.span(),
@@ -377,5 +399,63 @@ pub fn build_resolver(
     Some(ResolverSettings {
         engine,
         allow_recursion,
+        tls_upstreams,
     })
+}
+
+/// Forwarder addresses written without a port get DoT's.
+fn dot_ports(addrs: &mut [SocketAddr], written: &[Spanned<String>]) {
+    for (a, text) in addrs.iter_mut().zip(written) {
+        if text.get_ref().trim().parse::<SocketAddr>().is_err() {
+            a.set_port(DOT_PORT);
+        }
+    }
+}
+
+/// A `tls = true` forward zone's forwarders with how each proves itself:
+/// by `tls_name` under the roots of `tls_ca_file` (or the system's), or by
+/// a `tls_pin_sha256` key pin.
+fn tls_forwarders(
+    f: &ForwardSection,
+    zone: &bulwark_proto::Name,
+    addrs: &[SocketAddr],
+    base_dir: &Path,
+    src: &Source<'_>,
+    problems: &mut Vec<String>,
+) -> Vec<crate::settings::TlsUpstream> {
+    let mut pins = Vec::new();
+    for p in f.tls_pin_sha256.iter().flatten() {
+        match bulwark_proto::rdata::base64_decode(p.get_ref().trim())
+            .and_then(|d| <[u8; 32]>::try_from(d).ok())
+        {
+            Some(pin) => pins.push(pin),
+            None => problems.push(src.at(
+                p.span(),
+                format!(
+                    "tls_pin_sha256: `{}` is not the base64 of a 32-octet SHA-256 digest",
+                    p.get_ref()
+                ),
+            )),
+        }
+    }
+    let name = f.tls_name.as_ref().map(|n| n.get_ref().trim().to_string());
+    if name.is_none() && f.tls_pin_sha256.is_none() {
+        problems.push(src.at(
+            f.zone.span(),
+            format!(
+                "[[resolver.forward]] {zone}: with `tls = true`, give `tls_name` (checked against trusted roots) or `tls_pin_sha256`"
+            ),
+        ));
+        return Vec::new();
+    }
+    let ca_file = f.tls_ca_file.as_ref().map(|c| base_dir.join(c));
+    addrs
+        .iter()
+        .map(|a| crate::settings::TlsUpstream {
+            address: *a,
+            name: name.clone(),
+            pins: pins.clone(),
+            ca_file: ca_file.clone(),
+        })
+        .collect()
 }

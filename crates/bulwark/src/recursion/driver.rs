@@ -11,6 +11,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bulwark_dnstap::Protocol;
+use bulwark_net::client::UpstreamTls;
 use bulwark_net::{Client, ClientConfig, Shutdown};
 use bulwark_resolver::{
     ClientQuestion, ClientToken, ExchangeError, ExchangeId, Resolver, Transmit, Transport,
@@ -42,7 +44,7 @@ struct Outcome {
 
 struct Logged {
     server: std::net::SocketAddr,
-    tcp: bool,
+    protocol: Protocol,
     forwarded: bool,
     query: Vec<u8>,
     sent: bulwark_dnstap::Timestamp,
@@ -52,6 +54,7 @@ struct Logged {
 pub(super) async fn run(
     mut engine: Resolver,
     anchors: AnchorStore,
+    upstream_tls: Arc<HashMap<std::net::SocketAddr, UpstreamTls>>,
     mut jobs: mpsc::Receiver<Work>,
     clock: CoarseClock,
     mut tap: Option<ResolverTap>,
@@ -66,7 +69,8 @@ pub(super) async fn run(
     loop {
         while let Some(t) = engine.poll_transmit() {
             counters.upstream_queries.fetch_add(1, Ordering::Relaxed);
-            exchanges.spawn(exchange(client.clone(), t, tap.is_some()));
+            let tls = upstream_tls.get(&t.to).cloned();
+            exchanges.spawn(exchange(client.clone(), t, tls, tap.is_some()));
         }
         while let Some(answer) = engine.poll_answer() {
             let Some(job) = waiting.remove(&answer.token) else {
@@ -138,7 +142,7 @@ pub(super) async fn run(
                     if let (Some(tap), Some(l)) = (tap.as_mut(), &logged) {
                         tap.upstream(&Upstream {
                             server: l.server,
-                            tcp: l.tcp,
+                            protocol: l.protocol,
                             forwarded: l.forwarded,
                             query: &l.query,
                             sent: l.sent,
@@ -174,14 +178,26 @@ async fn sleep(wait: Option<Duration>) {
     }
 }
 
-/// Sends one query and waits for its answer, as the engine asked.
-async fn exchange(client: Client, t: Transmit, log: bool) -> Outcome {
+/// Sends one query and waits for its answer, as the engine asked: over
+/// TLS to a forwarder configured for it (whatever transport the engine
+/// chose: a stream answer is never truncated), else UDP or TCP.
+async fn exchange(client: Client, t: Transmit, tls: Option<UpstreamTls>, log: bool) -> Outcome {
     let timeout = Duration::from_millis(t.timeout_ms.max(1));
     let started = tokio::time::Instant::now();
     let sent = log.then(ResolverTap::now);
-    let result = match t.transport {
-        Transport::Udp => client.exchange_udp(t.to, None, &t.message, timeout).await,
-        Transport::Tcp => client.exchange_tcp(t.to, None, &t.message, timeout).await,
+    let protocol = match (&tls, t.transport) {
+        (Some(_), _) => Protocol::Dot,
+        (None, Transport::Udp) => Protocol::Udp,
+        (None, Transport::Tcp) => Protocol::Tcp,
+    };
+    let result = match (&tls, t.transport) {
+        (Some(tls), _) => {
+            client
+                .exchange_tls(t.to, None, tls, &t.message, timeout)
+                .await
+        }
+        (None, Transport::Udp) => client.exchange_udp(t.to, None, &t.message, timeout).await,
+        (None, Transport::Tcp) => client.exchange_tcp(t.to, None, &t.message, timeout).await,
     };
     let result = result.map_err(|e| {
         if e.is_timeout() {
@@ -194,7 +210,7 @@ async fn exchange(client: Client, t: Transmit, log: bool) -> Outcome {
     let took = started.elapsed();
     let logged = sent.map(|sent| Logged {
         server: t.to,
-        tcp: t.transport == Transport::Tcp,
+        protocol,
         forwarded: t.forwarded,
         query: t.message,
         sent,

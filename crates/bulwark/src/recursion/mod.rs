@@ -14,6 +14,7 @@
 mod anchor_store;
 mod driver;
 mod random;
+mod upstream_tls;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -183,6 +184,7 @@ impl Recursion {
             Arc::clone(&cache),
             Box::new(random),
         );
+        let upstream_tls = Arc::new(upstream_tls::prepare(&settings.tls_upstreams)?);
         let anchors = anchor_store::AnchorStore::new(store);
         anchors.restore(&mut engine);
         if let Ok(mut report) = counters.anchors.lock() {
@@ -191,6 +193,7 @@ impl Recursion {
         tokio::spawn(driver::run(
             engine,
             anchors,
+            upstream_tls,
             queue,
             clock.clone(),
             tap,

@@ -29,7 +29,7 @@ pub use observability::{
 pub use replication::{
     CatalogRole, KeyedAcl, Remote, ZoneReplication, ZoneTemplate, DEFAULT_JOURNAL_MAX_BYTES,
 };
-pub use resolver::{ResolverSettings, IANA_ROOT_HINTS};
+pub use resolver::{ResolverSettings, TlsUpstream, IANA_ROOT_HINTS, SYSTEM_CA_FILE};
 pub use tls::{Encrypted, TlsLimits, TlsListener};
 pub use zone::ZoneSpec;
 

@@ -1,6 +1,8 @@
 //! `[resolver]`, validated: the engine's configuration and who may ask for
 //! recursion.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bulwark_guard::Acl;
@@ -10,10 +12,29 @@ use bulwark_resolver::ResolverConfig;
 #[derive(Debug, Clone)]
 pub struct ResolverSettings {
     pub engine: ResolverConfig,
+    /// Forwarders asked over DNS over TLS, and how each proves itself.
+    pub tls_upstreams: Vec<TlsUpstream>,
     /// Clients that may ask for recursion (RD); everyone else gets REFUSED
     /// with Extended DNS Error 18, Prohibited (RFC 8914). Loopback only by
     /// default: no open resolver by accident.
     pub allow_recursion: Arc<Acl>,
+}
+
+/// Where a forwarder's certificate chain is checked by default: Debian's
+/// bundle of the system's trusted roots (package ca-certificates).
+pub const SYSTEM_CA_FILE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// A `[[resolver.forward]]` address with `tls = true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsUpstream {
+    pub address: SocketAddr,
+    /// The name its certificate must carry (and SNI).
+    pub name: Option<String>,
+    /// SHA-256 pins of acceptable public keys (RFC 7858 §4.2); when given,
+    /// the key decides and the chain is not checked.
+    pub pins: Vec<[u8; 32]>,
+    /// PEM roots for the name check (default [`SYSTEM_CA_FILE`]).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The root servers' addresses (the IANA root hints, RFC 8109 §3), where

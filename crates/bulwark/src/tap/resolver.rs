@@ -18,7 +18,7 @@ pub struct ResolverTap {
 #[derive(Debug, Clone, Copy)]
 pub struct Upstream<'a> {
     pub server: SocketAddr,
-    pub tcp: bool,
+    pub protocol: Protocol,
     /// To a forwarder rather than an authoritative server.
     pub forwarded: bool,
     pub query: &'a [u8],
@@ -77,7 +77,7 @@ impl ResolverTap {
         // The socket was ours alone and is closed: its address is not kept.
         let local = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
         let ctx = MessageContext {
-            protocol: if u.tcp { Protocol::Tcp } else { Protocol::Udp },
+            protocol: u.protocol,
             client: local,
             server: u.server,
             query_time: Some(u.sent),

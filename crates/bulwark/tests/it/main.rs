@@ -41,6 +41,7 @@ mod repl_secondary;
 mod repl_update;
 mod repl_xot;
 mod resolver_bogus_matrix;
+mod resolver_dot_upstream;
 mod resolver_internet;
 mod resolver_keytrap;
 mod resolver_ops;

@@ -58,6 +58,10 @@ pub enum ClientError {
     /// read had begun, or while the query was being written.
     #[error("the server closed the connection")]
     Closed,
+    /// The TLS handshake failed: among other reasons, the server did not
+    /// prove the identity configured for it.
+    #[error("TLS handshake failed: {0}")]
+    Tls(io::Error),
     #[error("{0}")]
     Io(#[from] io::Error),
 }

@@ -24,6 +24,7 @@ mod matching;
 mod pool;
 mod random;
 mod tcp;
+mod tls;
 mod udp;
 
 use std::net::{IpAddr, SocketAddr};
@@ -33,6 +34,7 @@ use std::time::Duration;
 pub use error::{ClientError, Operation};
 pub use random::{fill_random, random_id, random_port};
 pub use tcp::TransferStream;
+pub use tls::{Authentication, SpkiDigest, UpstreamTls, UpstreamTlsError};
 
 use matching::Expected;
 use pool::Pool;
@@ -43,6 +45,8 @@ use tcp::RoundTripError;
 pub enum Transport {
     Udp,
     Tcp,
+    /// DNS over TLS.
+    Tls,
 }
 
 /// The response to a query, and how it came.
@@ -68,6 +72,7 @@ pub struct ClientConfig {
 #[derive(Debug, Clone)]
 pub struct Client {
     pool: Arc<Pool>,
+    tls_pool: Arc<Pool<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>>,
 }
 
 impl Client {
@@ -76,6 +81,7 @@ impl Client {
     pub fn new(config: ClientConfig) -> Client {
         Client {
             pool: Arc::new(Pool::new(config.idle_timeout, config.max_idle_per_server)),
+            tls_pool: Arc::new(Pool::new(config.idle_timeout, config.max_idle_per_server)),
         }
     }
 
@@ -165,6 +171,39 @@ impl Client {
         Ok(message)
     }
 
+    /// Sends `query` over TLS to `server` (RFC 7858), on a kept connection
+    /// when there is one, and returns its response; the connection is kept
+    /// afterwards. The server must prove the identity `tls` names, or the
+    /// exchange fails with [`ClientError::Tls`]. `timeout` bounds each step:
+    /// connecting, the handshake, writing, and the wait for the response.
+    pub async fn exchange_tls(
+        &self,
+        server: SocketAddr,
+        via: Option<IpAddr>,
+        tls: &UpstreamTls,
+        query: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ClientError> {
+        let expected = Expected::of_query(query)?;
+        let key = (server, via);
+        if let Some(stream) = self.tls_pool.take(key) {
+            match tcp::round_trip(stream, query, &expected, timeout).await {
+                Ok((message, stream)) => {
+                    self.tls_pool.put(key, stream);
+                    return Ok(message);
+                }
+                Err(RoundTripError::Closed) => {
+                    tracing::debug!(%server, "a kept TLS connection was closed by the server; reconnecting");
+                }
+                Err(RoundTripError::Failed(e)) => return Err(e),
+            }
+        }
+        let stream = tls.connect(server, via, timeout).await?;
+        let (message, stream) = tcp::round_trip(stream, query, &expected, timeout).await?;
+        self.tls_pool.put(key, stream);
+        Ok(message)
+    }
+
     /// Starts a zone transfer (AXFR or IXFR over TCP, RFC 5936, RFC 1995):
     /// connects to `server` and sends `query`, each within `timeout`, on a
     /// connection of its own. The messages are then read from the stream.
@@ -178,8 +217,8 @@ impl Client {
         TransferStream::open(server, via, query, timeout).await
     }
 
-    /// How many idle TCP connections the client keeps now.
+    /// How many idle TCP and TLS connections the client keeps now.
     pub fn idle_connections(&self) -> usize {
-        self.pool.len()
+        self.pool.len().saturating_add(self.tls_pool.len())
     }
 }

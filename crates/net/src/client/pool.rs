@@ -19,31 +19,60 @@ use tokio::time::Instant;
 /// were opened from.
 pub(crate) type PoolKey = (SocketAddr, Option<IpAddr>);
 
+/// A connection a pool can keep: it can tell whether it is still open.
+pub(crate) trait Kept: Send + 'static {
+    fn still_open(&self) -> bool;
+}
+
+impl Kept for TcpStream {
+    fn still_open(&self) -> bool {
+        still_open(self)
+    }
+}
+
+impl Kept for tokio_rustls::client::TlsStream<TcpStream> {
+    /// Anything waiting on the socket (a close_notify, a late ticket) makes
+    /// the connection not worth reusing: a new one is cheap next to a
+    /// query lost on a closing one.
+    fn still_open(&self) -> bool {
+        still_open(self.get_ref().0)
+    }
+}
+
 /// One connection waiting for its next query.
 #[derive(Debug)]
-struct Idle {
-    stream: TcpStream,
+struct Idle<S> {
+    stream: S,
     since: Instant,
 }
 
-#[derive(Debug, Default)]
-struct Held {
+#[derive(Debug)]
+struct Held<S> {
     /// Per server, oldest first.
-    idle: HashMap<PoolKey, VecDeque<Idle>>,
+    idle: HashMap<PoolKey, VecDeque<Idle<S>>>,
     /// Whether a task is closing expired connections.
     sweeping: bool,
 }
 
-/// The idle connections of one client.
-#[derive(Debug)]
-pub(crate) struct Pool {
-    idle_timeout: Duration,
-    max_per_server: usize,
-    held: Mutex<Held>,
+impl<S> Default for Held<S> {
+    fn default() -> Self {
+        Held {
+            idle: HashMap::new(),
+            sweeping: false,
+        }
+    }
 }
 
-impl Pool {
-    pub(crate) fn new(idle_timeout: Duration, max_per_server: usize) -> Pool {
+/// The idle connections of one client (TCP, or TLS).
+#[derive(Debug)]
+pub(crate) struct Pool<S = TcpStream> {
+    idle_timeout: Duration,
+    max_per_server: usize,
+    held: Mutex<Held<S>>,
+}
+
+impl<S: Kept> Pool<S> {
+    pub(crate) fn new(idle_timeout: Duration, max_per_server: usize) -> Pool<S> {
         Pool {
             idle_timeout,
             max_per_server,
@@ -51,13 +80,13 @@ impl Pool {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Held> {
+    fn lock(&self) -> MutexGuard<'_, Held<S>> {
         // Nothing here is left half-changed by a panic: keep going.
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether `idle` is past its idle time at `now`.
-    fn expired(&self, idle: &Idle, now: Instant) -> bool {
+    fn expired(&self, idle: &Idle<S>, now: Instant) -> bool {
         idle.since
             .checked_add(self.idle_timeout)
             .is_some_and(|end| end <= now)
@@ -65,13 +94,13 @@ impl Pool {
 
     /// The most recently used connection to `key` that is still fresh and
     /// open; those found expired or closed are dropped (closing them).
-    pub(crate) fn take(&self, key: PoolKey) -> Option<TcpStream> {
+    pub(crate) fn take(&self, key: PoolKey) -> Option<S> {
         let now = Instant::now();
         let mut held = self.lock();
         let list = held.idle.get_mut(&key)?;
         let mut found = None;
         while let Some(idle) = list.pop_back() {
-            if !self.expired(&idle, now) && still_open(&idle.stream) {
+            if !self.expired(&idle, now) && idle.stream.still_open() {
                 found = Some(idle.stream);
                 break;
             }
@@ -84,7 +113,7 @@ impl Pool {
 
     /// Keeps `stream`, just used successfully, for a later exchange with
     /// `key`. Over the limit, the oldest connection to `key` is closed.
-    pub(crate) fn put(self: &Arc<Self>, key: PoolKey, stream: TcpStream) {
+    pub(crate) fn put(self: &Arc<Self>, key: PoolKey, stream: S) {
         if self.max_per_server == 0 || self.idle_timeout.is_zero() {
             return;
         }
@@ -112,7 +141,7 @@ impl Pool {
     fn sweep_once(&self, now: Instant) -> Option<Instant> {
         let mut held = self.lock();
         held.idle.retain(|_, list| {
-            list.retain(|idle| !self.expired(idle, now) && still_open(&idle.stream));
+            list.retain(|idle| !self.expired(idle, now) && idle.stream.still_open());
             !list.is_empty()
         });
         let next = held
@@ -135,7 +164,7 @@ impl Pool {
 
 /// Closes a pool's connections as they expire, until it holds none (or is
 /// dropped with its client).
-async fn sweep(pool: Weak<Pool>) {
+async fn sweep<S: Kept>(pool: Weak<Pool<S>>) {
     loop {
         let next = match pool.upgrade() {
             Some(pool) => pool.sweep_once(Instant::now()),

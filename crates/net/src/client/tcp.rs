@@ -6,7 +6,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use super::error::{ClientError, Operation};
@@ -58,8 +58,8 @@ fn is_connection_gone(e: &io::Error) -> bool {
 }
 
 /// Writes `msg` with its length prefix, in one write, within `timeout`.
-pub(crate) async fn write_message(
-    stream: &mut TcpStream,
+pub(crate) async fn write_message<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     msg: &[u8],
     timeout: Duration,
 ) -> Result<(), ClientError> {
@@ -67,7 +67,12 @@ pub(crate) async fn write_message(
     let mut framed = Vec::with_capacity(msg.len().saturating_add(PREFIX_LEN));
     framed.extend_from_slice(&len.to_be_bytes());
     framed.extend_from_slice(msg);
-    match tokio::time::timeout(timeout, stream.write_all(&framed)).await {
+    let written = async {
+        stream.write_all(&framed).await?;
+        // TLS holds its records until flushed.
+        stream.flush().await
+    };
+    match tokio::time::timeout(timeout, written).await {
         Err(_) => Err(ClientError::Timeout {
             operation: Operation::Send,
             after: timeout,
@@ -81,7 +86,10 @@ pub(crate) async fn write_message(
 /// Reads one message into `out` (replacing what it held). A connection
 /// closed or reset before the first octet of the message is
 /// [`ClientError::Closed`]; inside it, an I/O error.
-async fn read_message(stream: &mut TcpStream, out: &mut Vec<u8>) -> Result<(), ClientError> {
+async fn read_message<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    out: &mut Vec<u8>,
+) -> Result<(), ClientError> {
     let mut prefix = [0u8; PREFIX_LEN];
     let first = match stream.read(&mut prefix).await {
         Ok(0) => return Err(ClientError::Closed),
@@ -99,8 +107,8 @@ async fn read_message(stream: &mut TcpStream, out: &mut Vec<u8>) -> Result<(), C
 }
 
 /// [`read_message`] within `timeout`.
-async fn read_message_within(
-    stream: &mut TcpStream,
+async fn read_message_within<S: AsyncRead + Unpin>(
+    stream: &mut S,
     out: &mut Vec<u8>,
     timeout: Duration,
 ) -> Result<(), ClientError> {
@@ -135,12 +143,12 @@ impl From<RoundTripError> for ClientError {
 /// `timeout` (the whole wait for the response, messages that are not it
 /// included). Returns the response and the connection, ready for another
 /// query.
-pub(crate) async fn round_trip(
-    mut stream: TcpStream,
+pub(crate) async fn round_trip<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     query: &[u8],
     expected: &Expected,
     timeout: Duration,
-) -> Result<(Vec<u8>, TcpStream), RoundTripError> {
+) -> Result<(Vec<u8>, S), RoundTripError> {
     match write_message(&mut stream, query, timeout).await {
         Ok(()) => {}
         Err(ClientError::Closed) => return Err(RoundTripError::Closed),

@@ -29,6 +29,8 @@ pub use loc::Loc;
 pub use locators::{Cert, Uri};
 pub use misc::{Caa, Sshfp, Tlsa, Zonemd};
 pub use svcb::{SvcParam, SvcParamKey, Svcb};
+/// RFC 4648 §4 base64 as presentation formats write it (padding required).
+pub use text::base64_decode;
 
 use text::{text_error, Fields};
 

@@ -354,7 +354,7 @@ fn base64_value(c: u8) -> Option<u32> {
 }
 
 /// Base64 with the padding RFC 4648 §4 requires; padding only at the end.
-pub(crate) fn base64_decode(s: &str) -> Option<Vec<u8>> {
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let bytes = s.as_bytes();
     if bytes.len() % 4 != 0 {
         return None;
