@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# What each transport costs (issue 25, seed 004): UDP, TCP, DNS over TLS and
+# DNS over HTTPS (HTTP/2), answered from local data so the transport is what
+# is measured, by bulwark, Unbound, Knot Resolver and dnsdist in one run,
+# each pinned to one core (SERVER_CPU) with the load generator on another
+# (GEN_CPU). Long-lived connections: the generators open CONNS connections
+# (or UDP sockets) at the start and keep them. Prints, per transport, the
+# answered queries per second and the server's CPU per answered query, with
+# bulwark's ratio to the best peer.
+#
+# Generators: dnsperf (-m udp, tcp, dot; Debian's 2.10) and h2load for DoH
+# (nghttp2-client; dnsperf's DoH keeps one response buffer per connection and
+# loses answers that arrive together, DNS-OARC/dnsperf#240). h2load POSTs one
+# query (application/dns-message, RFC 8484 §4.1) over and over.
+#
+# Environment (all optional):
+#   DUR=10                seconds per run
+#   SERVERS="bulwark unbound kresd dnsdist"
+#   TRANSPORTS="udp tcp dot doh"
+#   CONNS=16              client sockets / connections
+#   OUTSTANDING=400       dnsperf -q (queries in flight over all connections)
+#   STREAMS=32            h2load -m (streams in flight per connection)
+#   SERVER_CPU=1 GEN_CPU=0
+#   BULWARK_BIN=target/release/bulwark (built unless NO_BUILD=1)
+#   OUT=bench/results/transports-YYYYMMDD   raw outputs and summary.tsv
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$BENCH")
+DUR=${DUR:-10}
+SERVERS=${SERVERS:-"bulwark unbound kresd dnsdist"}
+TRANSPORTS=${TRANSPORTS:-"udp tcp dot doh"}
+CONNS=${CONNS:-16}
+OUTSTANDING=${OUTSTANDING:-400}
+STREAMS=${STREAMS:-32}
+SERVER_CPU=${SERVER_CPU:-1}
+GEN_CPU=${GEN_CPU:-0}
+CLK_TCK=$(getconf CLK_TCK)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BULWARK_BIN=${BULWARK_BIN:-$CARGO_TARGET_DIR/release/bulwark}
+OUT=${OUT:-$BENCH/results/transports-$(date -u +%Y%m%d)}
+NAMES=200
+
+. "$BENCH/lib/servers.sh"
+. "$BENCH/lib/measure.sh"
+
+for tool in dnsperf h2load kdig unbound kresd dnsdist openssl; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install dnsperf nghttp2-client knot-dnsutils unbound knot-resolver dnsdist)" >&2; exit 1; }
+done
+if [ "${NO_BUILD:-0}" != 1 ]; then
+    (cd "$ROOT" && cargo build --release -p bulwark >/dev/null)
+fi
+
+WORK=$(mktemp -d /tmp/bench-transports.XXXXXX)
+SERVER_PID=
+cleanup() {
+    if [ -n "$SERVER_PID" ]; then stop_server "$SERVER_PID"; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$OUT/raw"
+
+# The data every server answers from: NAMES A records, as a zone (bulwark)
+# and local-data (Unbound); kresd (a policy.ANSWER rule) and dnsdist (a
+# SpoofAction) answer every query under the zone with one A record, the
+# cheapest answer each has.
+{
+    echo "\$ORIGIN bench.example.com."
+    echo "\$TTL 3600"
+    echo "@ SOA ns admin 1 3600 600 86400 300"
+    echo "@ NS ns"
+    echo "ns A 192.0.2.1"
+    for i in $(seq 0 $((NAMES - 1))); do echo "name$i A 192.0.2.$((i % 250 + 1))"; done
+} >"$WORK/zone"
+for i in $(seq 0 $((NAMES - 1))); do echo "name$i.bench.example.com. A"; done >"$WORK/queries"
+for i in $(seq 0 $((NAMES - 1))); do echo "192.0.2.$((i % 250 + 1)) name$i.bench.example.com"; done >"$WORK/hosts"
+# The DoH body: name1.bench.example.com. A, ID 0 (RFC 8484 §4.1).
+printf '\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05name1\x05bench\x07example\x03com\x00\x00\x01\x00\x01' >"$WORK/doh-query"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj /CN=localhost -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+
+PORT= TLS_PORT= HTTPS_PORT=
+
+start_server() {
+    local s=$1 d=$WORK/$1
+    mkdir -p "$d"
+    PORT=$(free_port) TLS_PORT=$(free_port) HTTPS_PORT=$(free_port)
+    case $s in
+    bulwark)
+        cat >"$d/bulwark.toml" <<CONF
+[server]
+listen = ["127.0.0.1:$PORT"]
+threads = 1
+tcp_max_connections_per_client = 0
+tls_max_queries_per_connection = 0
+[rrl]
+responses_per_second = 0
+[[listener]]
+address = "127.0.0.1:$TLS_PORT"
+transport = "tls"
+certificate = "$WORK/cert.pem"
+key = "$WORK/key.pem"
+[[listener]]
+address = "127.0.0.1:$HTTPS_PORT"
+transport = "https"
+certificate = "$WORK/cert.pem"
+key = "$WORK/key.pem"
+[[zone]]
+origin = "bench.example.com."
+file = "$WORK/zone"
+CONF
+        taskset -c "$SERVER_CPU" "$BULWARK_BIN" serve --config "$d/bulwark.toml" --log-level warn >"$d/log" 2>&1 &
+        ;;
+    unbound)
+        {
+            cat <<CONF
+server:
+  interface: 127.0.0.1@$PORT
+  interface: 127.0.0.1@$TLS_PORT
+  interface: 127.0.0.1@$HTTPS_PORT
+  tls-port: $TLS_PORT
+  https-port: $HTTPS_PORT
+  tls-service-key: "$WORK/key.pem"
+  tls-service-pem: "$WORK/cert.pem"
+  incoming-num-tcp: 100
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: "$d"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  do-ip6: no
+  num-threads: 1
+  so-reuseport: no
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+  local-zone: "bench.example.com." static
+CONF
+            awk '{ printf "  local-data: \"%s 3600 IN A %s\"\n", $2, $1 }' "$WORK/hosts"
+            echo "remote-control:"
+            echo "  control-enable: no"
+        } >"$d/unbound.conf"
+        taskset -c "$SERVER_CPU" unbound -d -c "$d/unbound.conf" >"$d/log" 2>&1 &
+        ;;
+    kresd)
+        cat >"$d/config" <<CONF
+net.ipv6 = false
+net.listen('127.0.0.1', $PORT, { kind = 'dns' })
+net.listen('127.0.0.1', $TLS_PORT, { kind = 'tls' })
+net.listen('127.0.0.1', $HTTPS_PORT, { kind = 'doh2' })
+net.tls('$WORK/cert.pem', '$WORK/key.pem')
+trust_anchors.remove('.')
+-- Every question under the zone answered by a rule, kresd's cheapest
+-- local answer (its policies refuse the special-use .test).
+policy.add(policy.suffix(policy.ANSWER({ [kres.type.A] = { rdata = kres.str2ip('192.0.2.1'), ttl = 3600 } }), { todname('bench.example.com.') }))
+CONF
+        taskset -c "$SERVER_CPU" kresd -n -c "$d/config" "$d" >"$d/log" 2>&1 </dev/null &
+        ;;
+    dnsdist)
+        cat >"$d/dnsdist.conf" <<CONF
+setLocal('127.0.0.1:$PORT')
+addTLSLocal('127.0.0.1:$TLS_PORT', '$WORK/cert.pem', '$WORK/key.pem')
+addDOHLocal('127.0.0.1:$HTTPS_PORT', '$WORK/cert.pem', '$WORK/key.pem', '/dns-query')
+setMaxTCPConnectionsPerClient(0)
+addAction(AllRule(), SpoofAction({'192.0.2.1'}))
+CONF
+        taskset -c "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$d/dnsdist.conf" >"$d/log" 2>&1 </dev/null &
+        ;;
+    esac
+    SERVER_PID=$!
+}
+
+# Waits until the server answers name1 over UDP (every listener is up by
+# then: each server opens them all before its first answer).
+wait_answering() {
+    local i
+    for i in $(seq 1 100); do
+        if kdig @127.0.0.1 -p "$PORT" +time=1 +retry=0 name1.bench.example.com A 2>/dev/null | grep -q 'status: NOERROR'; then
+            return 0
+        fi
+        kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited:" >&2; cat "$WORK"/*/log >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "server not answering" >&2
+    exit 1
+}
+
+# measure SERVER TRANSPORT: one run; appends a row to summary.tsv.
+measure() {
+    local s=$1 t=$2 raw=$OUT/raw/$1-$2.txt before after answered
+    local pids
+    pids=$(server_pids "$SERVER_PID")
+    before=$(ticks $pids)
+    case $t in
+    udp | tcp | dot)
+        local port=$PORT
+        [ "$t" = dot ] && port=$TLS_PORT
+        taskset -c "$GEN_CPU" dnsperf -m "$t" -s 127.0.0.1 -p "$port" -d "$WORK/queries" \
+            -c "$CONNS" -q "$OUTSTANDING" -l "$DUR" -t 5 >"$raw" 2>&1 || true
+        answered=$(sed -n 's/^ *Queries completed: *\([0-9]*\).*/\1/p' "$raw")
+        ;;
+    doh)
+        taskset -c "$GEN_CPU" h2load -c "$CONNS" -m "$STREAMS" -D "$DUR" \
+            -d "$WORK/doh-query" -H 'content-type: application/dns-message' \
+            -H 'accept: application/dns-message' \
+            "https://127.0.0.1:$HTTPS_PORT/dns-query" >"$raw" 2>&1 || true
+        # "requests: N total, N started, N done, N succeeded, ..."
+        answered=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$raw")
+        ;;
+    esac
+    after=$(ticks $pids)
+    /usr/bin/python3 - "$s" "$t" "$before" "$after" "${answered:-0}" "$DUR" "$CLK_TCK" \
+        >>"$OUT/summary.tsv" <<'PY'
+import sys
+s, t, before, after, answered, dur, hz = sys.argv[1:]
+b = [int(x) for x in before.split()]
+a = [int(x) for x in after.split()]
+cpu_us = ((a[0] - b[0]) + (a[1] - b[1])) * 1e6 / int(hz)
+n = int(answered)
+print(f"{s}\t{t}\t{n}\t{n / float(dur):.0f}\t{cpu_us / n if n else 0:.2f}")
+PY
+}
+
+printf 'server\ttransport\tanswered\tqps\tcpu_us_per_query\n' >"$OUT/summary.tsv"
+for s in $SERVERS; do
+    start_server "$s"
+    wait_answering
+    pin_server "$SERVER_PID"
+    for t in $TRANSPORTS; do
+        measure "$s" "$t"
+        tail -1 "$OUT/summary.tsv" >&2
+    done
+    stop_server "$SERVER_PID"
+    SERVER_PID=
+done
+
+{
+    echo "# transports, $(date -u +%Y-%m-%dT%H:%MZ), DUR=$DUR CONNS=$CONNS OUTSTANDING=$OUTSTANDING STREAMS=$STREAMS"
+    echo "# $(lscpu | sed -n 's/^Model name: *//p'), server on CPU $SERVER_CPU, generator on CPU $GEN_CPU"
+    echo "# bulwark $(cd "$ROOT" && git rev-parse --short HEAD), unbound $(unbound -V 2>&1 | sed -n 's/^Version //p'), $(kresd --version), $(dnsdist --version 2>&1 | head -1)"
+} >"$OUT/versions.txt"
+/usr/bin/python3 - "$OUT/summary.tsv" <<'PY' | tee "$OUT/report.md"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+transports = []
+for r in rows:
+    if r["transport"] not in transports:
+        transports.append(r["transport"])
+print("| transport | server | qps | CPU µs/query | bulwark/best peer qps | bulwark/best peer CPU |")
+print("| --- | --- | --: | --: | --: | --: |")
+for t in transports:
+    here = [r for r in rows if r["transport"] == t]
+    mine = next((r for r in here if r["server"] == "bulwark"), None)
+    peers = [r for r in here if r["server"] != "bulwark" and float(r["qps"]) > 0]
+    best_qps = max(peers, key=lambda r: float(r["qps"]), default=None)
+    best_cpu = min((r for r in peers if float(r["cpu_us_per_query"]) > 0),
+                   key=lambda r: float(r["cpu_us_per_query"]), default=None)
+    for r in here:
+        ratio_q = ratio_c = ""
+        if r is mine and best_qps:
+            ratio_q = f"{float(mine['qps']) / float(best_qps['qps']):.2f} ({best_qps['server']})"
+        if r is mine and best_cpu and float(mine["cpu_us_per_query"]) > 0:
+            ratio_c = f"{float(mine['cpu_us_per_query']) / float(best_cpu['cpu_us_per_query']):.2f} ({best_cpu['server']})"
+        print(f"| {t} | {r['server']} | {float(r['qps']):.0f} | {float(r['cpu_us_per_query']):.2f} | {ratio_q} | {ratio_c} |")
+PY
