@@ -40,6 +40,7 @@ mod signing;
 mod stats;
 mod tap;
 mod tools;
+mod upstream_tls;
 mod via;
 mod zone_signer;
 mod zones;

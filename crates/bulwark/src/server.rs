@@ -139,6 +139,12 @@ impl App {
                     }
                     self.zone_acls.store(Arc::new(s.zone_acls));
                     self.keyring.store(Arc::clone(&s.keyring));
+                    match crate::upstream_tls::prepare(&s.tls_remotes) {
+                        Ok(tls) => crate::replication::client::set_tls_remotes(tls),
+                        Err(e) => {
+                            tracing::error!(error = %format!("{e:#}"), "TLS settings of the primaries not reloaded");
+                        }
+                    }
                     s.zones
                 }
                 Err(e) => {
@@ -513,6 +519,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         test_clock: args.test_clock.is_some(),
     });
     // Subscribed before the first load, so the load's events reach it.
+    // Before the first refresh: primaries asked over TLS (XoT).
+    crate::replication::client::set_tls_remotes(crate::upstream_tls::prepare(
+        &settings.tls_remotes,
+    )?);
     let replication = crate::replication::Replication::start(&app.zones, &shutdown);
     let report = app.zones.load(&initial_specs);
     tracing::info!(

@@ -20,6 +20,7 @@ mod source;
 mod template;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod tsig;
 mod zone;
 
@@ -294,6 +295,7 @@ fn resolve(
         run_as,
         query_log: f.log.queries.unwrap_or(false),
         keyring: Arc::new(registry.keyring()),
+        tls_remotes: registry.tls_remotes.clone(),
         storage,
         resolver,
         tls_listeners: listeners.tls,

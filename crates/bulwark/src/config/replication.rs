@@ -33,6 +33,13 @@ pub struct RemoteSection {
     pub key: Option<Spanned<String>>,
     /// The local address to send from.
     pub via: Option<Spanned<String>>,
+    /// As a primary: transfers (and SOA queries) over TLS (XoT, RFC 9103),
+    /// the remote proving itself by a certificate for this name under the
+    /// roots of `tls_ca_file` (the system's by default) ...
+    pub tls_name: Option<String>,
+    pub tls_ca_file: Option<String>,
+    /// ... or by a public key with one of these SHA-256 pins.
+    pub tls_pin_sha256: Option<Vec<Spanned<String>>>,
 }
 
 /// The replication fields of a `[[zone]]` (or `[template.NAME]`), as written
@@ -57,6 +64,8 @@ pub struct Registry {
     pub keys: HashMap<String, Arc<TsigKey>>,
     pub remotes: HashMap<String, Arc<Remote>>,
     pub acls: HashMap<String, Arc<KeyedAcl>>,
+    /// Remotes asked over TLS, by address.
+    pub tls_remotes: Vec<crate::settings::TlsUpstream>,
 }
 
 impl Registry {
@@ -124,6 +133,22 @@ pub fn build_registry(
                     None
                 }
             });
+        if section.tls_name.is_some() || section.tls_pin_sha256.is_some() {
+            let pins = super::tls::pins(section.tls_pin_sha256.as_ref(), loc, problems);
+            let ca_file = section.tls_ca_file.as_ref().map(|c| base_dir.join(c));
+            reg.tls_remotes
+                .extend(addresses.iter().map(|a| crate::settings::TlsUpstream {
+                    address: *a,
+                    name: section.tls_name.clone(),
+                    pins: pins.clone(),
+                    ca_file: ca_file.clone(),
+                }));
+        } else if section.tls_ca_file.is_some() {
+            problems.push(loc.at(
+                section.address.span(),
+                format!("[remote.{name}] tls_ca_file: needs `tls_name` (the name to check)"),
+            ));
+        }
         reg.remotes.insert(
             name.clone(),
             Arc::new(Remote {

@@ -423,21 +423,7 @@ fn tls_forwarders(
     src: &Source<'_>,
     problems: &mut Vec<String>,
 ) -> Vec<crate::settings::TlsUpstream> {
-    let mut pins = Vec::new();
-    for p in f.tls_pin_sha256.iter().flatten() {
-        match bulwark_proto::rdata::base64_decode(p.get_ref().trim())
-            .and_then(|d| <[u8; 32]>::try_from(d).ok())
-        {
-            Some(pin) => pins.push(pin),
-            None => problems.push(src.at(
-                p.span(),
-                format!(
-                    "tls_pin_sha256: `{}` is not the base64 of a 32-octet SHA-256 digest",
-                    p.get_ref()
-                ),
-            )),
-        }
-    }
+    let pins = super::tls::pins(f.tls_pin_sha256.as_ref(), src, problems);
     let name = f.tls_name.as_ref().map(|n| n.get_ref().trim().to_string());
     if name.is_none() && f.tls_pin_sha256.is_none() {
         problems.push(src.at(

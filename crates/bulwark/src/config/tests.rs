@@ -389,6 +389,55 @@ fn tcp_limits_map_from_the_server_table() {
 }
 
 #[test]
+fn tls_forwarders_default_to_port_853_and_carry_their_name_or_pins() {
+    let pin = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="; // SHA-256 of ""
+    let text = format!(
+        "[resolver]\n[[resolver.forward]]\nzone = \".\"\naddresses = [\"192.0.2.1\", \"192.0.2.2:8853\"]\n\
+         tls = true\ntls_name = \"dns.example\"\ntls_ca_file = \"ca.pem\"\n\
+         [[resolver.forward]]\nzone = \"corp.\"\naddresses = [\"192.0.2.3\"]\ntls = true\ntls_pin_sha256 = [\"{pin}\"]\n"
+    );
+    let r = settings(&text).unwrap().resolver.unwrap();
+    let ports: Vec<u16> = r.tls_upstreams.iter().map(|u| u.address.port()).collect();
+    assert_eq!(ports, vec![853, 8853, 853]);
+    assert_eq!(r.tls_upstreams[0].name.as_deref(), Some("dns.example"));
+    assert_eq!(
+        r.tls_upstreams[0].ca_file.as_deref(),
+        Some(Path::new("/etc/bulwark/ca.pem"))
+    );
+    assert_eq!(r.tls_upstreams[2].pins.len(), 1);
+    assert_eq!(r.tls_upstreams[2].pins[0][..2], [0xe3, 0xb0]);
+    // The engine is told the same addresses.
+    assert_eq!(r.engine.forwards[0].addresses[0].port(), 853);
+
+    let bad = "[resolver]\n[[resolver.forward]]\nzone = \".\"\naddresses = [\"192.0.2.1\"]\ntls_name = \"x\"\n\
+               [[resolver.forward]]\nzone = \"a.\"\naddresses = [\"192.0.2.1\"]\ntls = true\ntls_pin_sha256 = [\"AAAA\"]\n";
+    let err = settings(bad).unwrap_err().problems.join("\n");
+    assert!(err.contains("tls_* settings need `tls = true`"), "{err}");
+    assert!(
+        err.contains("bulwark.toml:10:19: tls_pin_sha256: `AAAA` is not the base64"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_remote_with_a_tls_name_is_asked_over_tls() {
+    let text =
+        "[remote.p]\naddress = [\"192.0.2.1:853\", \"192.0.2.2:853\"]\ntls_name = \"p.example\"\n\
+                [remote.q]\naddress = \"192.0.2.3:53\"\n";
+    let s = settings(text).unwrap();
+    let addrs: Vec<String> = s
+        .tls_remotes
+        .iter()
+        .map(|t| t.address.to_string())
+        .collect();
+    assert_eq!(addrs, vec!["192.0.2.1:853", "192.0.2.2:853"]);
+    assert!(s
+        .tls_remotes
+        .iter()
+        .all(|t| t.name.as_deref() == Some("p.example")));
+}
+
+#[test]
 fn no_resolver_section_means_no_recursion() {
     assert!(settings("").unwrap().resolver.is_none());
 }

@@ -14,7 +14,6 @@
 mod anchor_store;
 mod driver;
 mod random;
-mod upstream_tls;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -184,7 +183,7 @@ impl Recursion {
             Arc::clone(&cache),
             Box::new(random),
         );
-        let upstream_tls = Arc::new(upstream_tls::prepare(&settings.tls_upstreams)?);
+        let upstream_tls = Arc::new(crate::upstream_tls::prepare(&settings.tls_upstreams)?);
         let anchors = anchor_store::AnchorStore::new(store);
         anchors.restore(&mut engine);
         if let Ok(mut report) = counters.anchors.lock() {

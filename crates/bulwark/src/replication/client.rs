@@ -4,11 +4,13 @@
 //! transfer's TCP stream, IDs and ports from the CSPRNG) is
 //! `bulwark_net::client`'s.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bulwark_net::client::{Client, ClientConfig, TransferStream};
+use arc_swap::ArcSwap;
+use bulwark_net::client::{Client, ClientConfig, TransferStream, UpstreamTls};
 use bulwark_xfr::tsig::{sign_request, ResponseVerifier, TsigKey, DEFAULT_FUDGE};
 
 use crate::signing::unix_now;
@@ -51,6 +53,18 @@ fn client() -> &'static Client {
             max_idle_per_server: IDLE_PER_REMOTE,
         })
     })
+}
+
+/// Primaries asked over TLS (XoT, RFC 9103): their TLS settings by address,
+/// replaced whole on reload.
+fn tls_remotes() -> &'static ArcSwap<HashMap<SocketAddr, UpstreamTls>> {
+    static TLS: OnceLock<ArcSwap<HashMap<SocketAddr, UpstreamTls>>> = OnceLock::new();
+    TLS.get_or_init(|| ArcSwap::from_pointee(HashMap::new()))
+}
+
+/// Sets the primaries asked over TLS (at start, and on each reload).
+pub fn set_tls_remotes(remotes: HashMap<SocketAddr, UpstreamTls>) {
+    tls_remotes().store(Arc::new(remotes));
 }
 
 /// A fresh, unpredictable query ID (RFC 5452 §9.2); a failing random
@@ -119,13 +133,40 @@ pub async fn exchange(
     Ok(response.message)
 }
 
-/// Starts a zone transfer: connects to `remote` and sends `message`, each
-/// within `wait`; the messages are then read from the stream.
+/// Sends `message` to a primary and returns the response, within `wait`
+/// for each step: over TLS when the primary is configured for it (XoT),
+/// else as [`exchange`].
+pub async fn ask_primary(
+    remote: SocketAddr,
+    via: Option<IpAddr>,
+    message: &[u8],
+    wait: Duration,
+) -> Result<Vec<u8>, ClientError> {
+    let tls = tls_remotes().load().get(&remote).cloned();
+    match tls {
+        Some(tls) => Ok(client()
+            .exchange_tls(remote, via, &tls, message, wait)
+            .await?),
+        None => exchange(remote, via, message, wait).await,
+    }
+}
+
+/// Starts a zone transfer: connects to `remote` (over TLS when it is
+/// configured for it, RFC 9103) and sends `message`, each within `wait`; the
+/// messages are then read from the stream.
 pub async fn transfer(
     remote: SocketAddr,
     via: Option<IpAddr>,
     message: &[u8],
     wait: Duration,
 ) -> Result<TransferStream, ClientError> {
-    Ok(client().transfer(remote, via, message, wait).await?)
+    let tls = tls_remotes().load().get(&remote).cloned();
+    Ok(match tls {
+        Some(tls) => {
+            client()
+                .transfer_tls(remote, via, &tls, message, wait)
+                .await?
+        }
+        None => client().transfer(remote, via, message, wait).await?,
+    })
 }

@@ -266,7 +266,7 @@ async fn perform(zones: &Arc<Zones>, origin: &Name, transmit: Transmit) -> Reply
     } = transmit;
     match kind {
         TransmitKind::Soa => Reply::Soa(
-            client::exchange(to, via, &message, wait)
+            client::ask_primary(to, via, &message, wait)
                 .await
                 .map_err(exchange_error),
         ),

@@ -91,6 +91,8 @@ pub struct Settings {
     pub listeners_without_recursion: Vec<SocketAddr>,
     /// Recursion; `None` when `[resolver]` is absent (authoritative only).
     pub resolver: Option<ResolverSettings>,
+    /// Primaries transferred from over TLS (XoT), by address.
+    pub tls_remotes: Vec<TlsUpstream>,
     /// DNS over TLS and HTTPS listeners (`[[listener]] transport = "tls"`
     /// or `"https"`).
     pub tls_listeners: Vec<TlsListener>,

@@ -4,11 +4,12 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
-//! Zone transfers over TLS (XoT, RFC 9103) with bulwark as the primary: its
-//! DNS over TLS listener serves AXFR to kdig (`+tls`, checking the
-//! certificate) and to BIND's named 9.18 as a secondary whose `primaries`
-//! name a `tls` block with the test's CA; the zone named serves is the one
-//! bulwark has, record for record. (Knot 3.2, Debian's, has no XoT.)
+//! Zone transfers over TLS (XoT, RFC 9103) with BIND's named 9.18 on the
+//! other side both ways. As the primary, bulwark's DNS over TLS listener
+//! serves AXFR to kdig (`+tls`, checking the certificate) and to named as a
+//! secondary whose `primaries` name a `tls` block with the test's CA. As the
+//! secondary, bulwark transfers from named's TLS-only port, checking its
+//! certificate by name. (Knot 3.2, Debian's, has no XoT.)
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -154,4 +155,103 @@ fn kdig_and_named_transfer_the_zone_from_bulwark_over_tls() {
         "{}",
         process.log()
     );
+}
+
+/// named 9.18 as an XoT primary: plain DNS on one port (to tell when it is
+/// up), DNS over TLS (its `tls` block, our certificate) on another.
+fn start_named_primary(named: &Path, dir: &Path) -> (ChildGuard, SocketAddr, SocketAddr) {
+    let (plain, tls) = (support::free_port(), support::free_port());
+    std::fs::write(
+        dir.join("xot2.zone"),
+        ZONE.replace("xot.test.", "xot2.test."),
+    )
+    .unwrap();
+    let d = dir.display();
+    let conf = format!(
+        "tls local-tls {{\n  key-file \"{d}/key.pem\";\n  cert-file \"{d}/cert.pem\";\n}};\n\
+         options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
+         session-keyfile \"{d}/session.key\";\n  listen-on port {plain} {{ 127.0.0.1; }};\n  \
+         listen-on port {tls} tls local-tls {{ 127.0.0.1; }};\n  \
+         listen-on-v6 {{ none; }};\n  recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
+         controls {{ }};\n\
+         zone \"xot2.test\" {{\n  type primary;\n  file \"{d}/xot2.zone\";\n  allow-transfer {{ any; }};\n}};\n"
+    );
+    let path = dir.join("named.conf");
+    std::fs::write(&path, conf).unwrap();
+    let args = ["-g", "-n", "1", "-c", &path.display().to_string()].map(String::from);
+    let process = ChildGuard::spawn("named", named, &args, dir.join("named.log"));
+    let plain: SocketAddr = ([127, 0, 0, 1], plain).into();
+    let deadline = Instant::now() + DEADLINE;
+    while support::query(
+        plain,
+        &QuerySpec::new("xot2.test.", RecordType::SOA),
+        Transport::Udp,
+        Duration::from_millis(500),
+    )
+    .map_or(true, |a| a.rcode != 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "named did not start:\n{}",
+            process.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (process, plain, ([127, 0, 0, 1], tls).into())
+}
+
+#[test]
+fn bulwark_transfers_the_zone_from_named_over_tls_only() {
+    let Some(named) = support::require_tool("named") else {
+        return;
+    };
+    let dir = support::temp_dir("bulwark-xot-secondary-");
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.path().join("cert.pem"), made.cert.pem()).unwrap();
+    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let named_dir = support::temp_dir("named-xot-primary-");
+    std::fs::copy(
+        dir.path().join("cert.pem"),
+        named_dir.path().join("cert.pem"),
+    )
+    .unwrap();
+    std::fs::copy(dir.path().join("key.pem"), named_dir.path().join("key.pem")).unwrap();
+    let (named_process, _plain, tls) = start_named_primary(&named, named_dir.path());
+
+    // The remote is named's TLS port only: a transfer over plain TCP to it
+    // would fail, so a loaded zone came over TLS.
+    let conf = dir.path().join("bulwark.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nstorage = \"bulwark.db\"\n\n\
+             [remote.named]\naddress = \"{tls}\"\ntls_name = \"localhost\"\ntls_ca_file = \"cert.pem\"\n\n\
+             [[zone]]\norigin = \"xot2.test.\"\nprimaries = [\"named\"]\n"
+        ),
+    )
+    .unwrap();
+    let args = ["serve", "--config", &conf.display().to_string()].map(String::from);
+    let (bulwark, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let served = support::query(
+            bound.dns[0],
+            &QuerySpec::new("txt.xot2.test.", RecordType::TXT),
+            Transport::Udp,
+            Duration::from_millis(500),
+        )
+        .ok()
+        .filter(|a| a.rcode == 0 && a.aa);
+        if let Some(a) = served {
+            assert_eq!(a.rdata_of("TXT"), vec!["\"over tls\"".to_string()]);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bulwark did not load xot2.test. over TLS; its log:\n{}\nnamed's:\n{}",
+            bulwark.log(),
+            named_process.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -217,6 +217,19 @@ impl Client {
         TransferStream::open(server, via, query, timeout).await
     }
 
+    /// A zone transfer over TLS (XoT, RFC 9103): as [`Client::transfer`],
+    /// on a connection of its own whose server proves itself as `tls` says.
+    pub async fn transfer_tls(
+        &self,
+        server: SocketAddr,
+        via: Option<IpAddr>,
+        tls: &UpstreamTls,
+        query: &[u8],
+        timeout: Duration,
+    ) -> Result<TransferStream, ClientError> {
+        TransferStream::open_tls(server, via, tls, query, timeout).await
+    }
+
     /// How many idle TCP and TLS connections the client keeps now.
     pub fn idle_connections(&self) -> usize {
         self.pool.len().saturating_add(self.tls_pool.len())

@@ -180,14 +180,26 @@ pub(crate) async fn round_trip<S: AsyncRead + AsyncWrite + Unpin>(
     Ok((msg, stream))
 }
 
+/// A connection a transfer can come over: TCP, or TLS (XoT, RFC 9103).
+trait TransferIo: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> TransferIo for T {}
+
 /// The messages of a zone transfer (RFC 5936 §4.2), read one at a time from
 /// the connection its query was sent on. The messages are handed over as
 /// they come: checking them (ID, question, TSIG, the SOA that ends the
 /// transfer) is the transfer reader's job.
-#[derive(Debug)]
 pub struct TransferStream {
-    stream: TcpStream,
+    stream: Box<dyn TransferIo>,
     server: SocketAddr,
+}
+
+impl std::fmt::Debug for TransferStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransferStream")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TransferStream {
@@ -198,9 +210,32 @@ impl TransferStream {
         query: &[u8],
         timeout: Duration,
     ) -> Result<TransferStream, ClientError> {
-        let mut stream = connect(server, via, timeout).await?;
+        let stream = connect(server, via, timeout).await?;
+        TransferStream::start(Box::new(stream), server, query, timeout).await
+    }
+
+    /// Sends `query` on a connection already open (a TLS one, for XoT).
+    async fn start(
+        mut stream: Box<dyn TransferIo>,
+        server: SocketAddr,
+        query: &[u8],
+        timeout: Duration,
+    ) -> Result<TransferStream, ClientError> {
         write_message(&mut stream, query, timeout).await?;
         Ok(TransferStream { stream, server })
+    }
+
+    /// Connects to `server` over TLS (XoT, RFC 9103 §5), proving it as `tls`
+    /// says, and sends `query`, each within `timeout`.
+    pub(crate) async fn open_tls(
+        server: SocketAddr,
+        via: Option<IpAddr>,
+        tls: &super::tls::UpstreamTls,
+        query: &[u8],
+        timeout: Duration,
+    ) -> Result<TransferStream, ClientError> {
+        let stream = tls.connect(server, via, timeout).await?;
+        TransferStream::start(Box::new(stream), server, query, timeout).await
     }
 
     /// The server the transfer comes from.

@@ -1,6 +1,7 @@
-//! Forwarders asked over DNS over TLS: each one's TLS settings, made once at
-//! start from `[[resolver.forward]] tls = true` and looked up by address for
-//! every query sent to it.
+//! Servers asked over TLS: forwarders (`[[resolver.forward]] tls = true`,
+//! DNS over TLS) and primaries (`[remote.NAME]` with `tls_name` or
+//! `tls_pin_sha256`, XoT). Each one's TLS settings are made once from the
+//! configuration and looked up by address for every exchange with it.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,8 +14,8 @@ use rustls_pki_types::CertificateDer;
 
 use crate::settings::{TlsUpstream, SYSTEM_CA_FILE};
 
-/// The TLS settings of every DoT forwarder, by address. An unreadable CA
-/// file stops the start, naming it.
+/// The TLS settings of every server in `upstreams`, by address. An
+/// unreadable CA file is an error naming it.
 pub fn prepare(upstreams: &[TlsUpstream]) -> anyhow::Result<HashMap<SocketAddr, UpstreamTls>> {
     let mut roots_by_file: HashMap<&Path, Vec<CertificateDer<'static>>> = HashMap::new();
     let mut out = HashMap::new();
@@ -41,7 +42,7 @@ pub fn prepare(upstreams: &[TlsUpstream]) -> anyhow::Result<HashMap<SocketAddr, 
             }
         };
         let tls = UpstreamTls::new(u.address.ip(), auth)
-            .with_context(|| format!("DNS over TLS forwarder {}", u.address))?;
+            .with_context(|| format!("TLS to {}", u.address))?;
         out.insert(u.address, tls);
     }
     Ok(out)
