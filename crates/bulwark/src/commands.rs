@@ -51,6 +51,10 @@ pub struct Status {
     pub uptime: Duration,
     /// The addresses bound, UDP and TCP on each.
     pub listen: Vec<SocketAddr>,
+    /// The encrypted listeners: each address with `tls` or `https`, and
+    /// the connection counters of each kind (DoT, then DoH).
+    pub encrypted: Vec<(SocketAddr, &'static str)>,
+    pub encrypted_counts: [TcpCounts; 2],
     pub udp_workers: usize,
     pub control: Option<PathBuf>,
     pub prometheus: Option<SocketAddr>,
@@ -462,6 +466,11 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
         format!("uptime {}s", s.uptime.as_secs()),
     ];
     lines.extend(s.listen.iter().map(|a| format!("listen {a} udp tcp")));
+    lines.extend(
+        s.encrypted
+            .iter()
+            .map(|(a, kind)| format!("listen {a} {kind}")),
+    );
     lines.push(format!("udp workers {}", s.udp_workers));
     let infos = zones.infos();
     let served = infos.iter().filter(|i| i.served.is_some()).count();
@@ -489,6 +498,14 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
         "tcp closed idle {} message_timeout {} evicted {} rejected_for_client {} rejected_total {}",
         t.idle, t.message_timeout, t.evicted, t.rejected_for_client, t.rejected_total
     ));
+    for (kind, c) in ["tls", "https"].iter().zip(&s.encrypted_counts) {
+        if s.encrypted.iter().any(|(_, k)| k == kind) {
+            lines.push(format!(
+                "{kind} accepted {} rejected {} queries {}",
+                c.accepted, c.rejected, c.queries
+            ));
+        }
+    }
     match &s.rrl {
         Some(r) => lines.push(format!(
             "rrl passed {} dropped {} slipped {}",

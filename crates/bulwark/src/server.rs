@@ -83,6 +83,8 @@ pub struct App {
     pub(crate) tls_stats: Arc<TcpStats>,
     /// DNS over HTTPS connections, likewise.
     pub(crate) https_stats: Arc<TcpStats>,
+    /// The encrypted listeners' addresses and kinds, for `ctl status`.
+    pub(crate) encrypted_bound: Mutex<Vec<(SocketAddr, &'static str)>>,
     /// Each DoT listener's certificate, read again on reload.
     pub(crate) tls_certificates: Mutex<Vec<Arc<bulwark_net::ServerCertificate>>>,
     pub(crate) started: Instant,
@@ -213,6 +215,15 @@ impl ControlPlane for App {
         Status {
             uptime: self.started.elapsed(),
             listen: self.bound.lock().map(|b| b.clone()).unwrap_or_default(),
+            encrypted: self
+                .encrypted_bound
+                .lock()
+                .map(|b| b.clone())
+                .unwrap_or_default(),
+            encrypted_counts: [
+                TcpCounts::of(&self.tls_stats),
+                TcpCounts::of(&self.https_stats),
+            ],
             udp_workers: self.threads,
             control: crate::control::socket_in_use().map(std::path::Path::to_path_buf),
             prometheus: crate::metrics_http::listening(),
@@ -484,6 +495,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tcp_stats: Arc::new(TcpStats::default()),
         tls_stats: Arc::new(TcpStats::default()),
         https_stats: Arc::new(TcpStats::default()),
+        encrypted_bound: Mutex::new(Vec::new()),
         tls_certificates: Mutex::new(Vec::new()),
         started: Instant::now(),
         zone_acls: Arc::new(ArcSwap::from_pointee(settings.zone_acls.clone())),
@@ -560,6 +572,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let doh_addrs = encrypted.local_addrs(false);
     if let Ok(mut c) = app.tls_certificates.lock() {
         *c = encrypted.certificates();
+    }
+    if let Ok(mut b) = app.encrypted_bound.lock() {
+        b.extend(dot_addrs.iter().map(|a| (*a, "tls")));
+        b.extend(doh_addrs.iter().map(|a| (*a, "https")));
     }
     let addrs = udp.local_addrs().to_vec();
     if let Ok(mut b) = app.bound.lock() {

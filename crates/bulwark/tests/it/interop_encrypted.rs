@@ -237,6 +237,26 @@ fn a_reload_serves_the_new_certificate_to_new_connections() {
         return;
     };
     let s = start();
+    // `ctl status` names the encrypted listeners.
+    let out = Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket"])
+        .arg(&s.control)
+        .arg("status")
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        status.contains(&format!("listen {} tls\n", s.dot)),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("listen {} https\n", s.doh)),
+        "{status}"
+    );
+    assert!(
+        status.contains("tls accepted 0 rejected 0 queries 0"),
+        "{status}"
+    );
     let old_ca = s.dir_copy("old-ca.pem");
     write_certificate(s.cert.parent().unwrap());
     let out = Command::new(support::bulwark_bin())
