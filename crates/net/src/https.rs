@@ -108,6 +108,7 @@ where
         local,
         path: doh_config.path.clone(),
         max_query: config.max_query_size,
+        body_wait: message_wait(config),
         reply_wait: config.idle_timeout,
         cap: config.max_queries_per_connection,
         stats: Arc::clone(stats),
@@ -121,7 +122,7 @@ where
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(config.message_timeout.max(Duration::from_millis(1)))
+        .header_read_timeout(message_wait(config))
         .keep_alive(true);
     builder
         .http2()
@@ -130,9 +131,17 @@ where
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     let mut closing: Option<ConnectionEnd> = None;
+    // A graceful close waits for the answers in flight, but no longer than
+    // this: a client that stops reading them does not hold the connection.
+    let mut closing_deadline = Instant::now();
     loop {
         let deadline = activity.idle_deadline(config.idle_timeout);
         let busy = activity.in_flight.load(Ordering::Relaxed) > 0;
+        if closing.is_none() {
+            closing_deadline = Instant::now()
+                .checked_add(config.idle_timeout)
+                .unwrap_or_else(Instant::now);
+        }
         tokio::select! {
             done = conn.as_mut() => {
                 return match (done, closing) {
@@ -140,6 +149,9 @@ where
                     (Ok(()), None) => ConnectionEnd::PeerClosed,
                     (Err(e), None) => ConnectionEnd::Io(std::io::Error::other(e)),
                 };
+            }
+            () = tokio::time::sleep_until(closing_deadline), if closing.is_some() => {
+                return closing.unwrap_or(ConnectionEnd::WriteTimeout);
             }
             () = tokio::time::sleep_until(deadline), if closing.is_none() && !busy => {
                 if activity.idle_deadline(config.idle_timeout) <= Instant::now()
@@ -159,6 +171,16 @@ where
     }
 }
 
+/// How long a request's head, or its body, may take to arrive: the stream
+/// transports' message timeout, or (when that is off) the idle timeout.
+fn message_wait(config: &TcpConfig) -> Duration {
+    if config.message_timeout.is_zero() {
+        config.idle_timeout
+    } else {
+        config.message_timeout
+    }
+}
+
 /// What every request of one connection needs.
 struct Exchange<H> {
     handler: Mutex<H>,
@@ -166,6 +188,10 @@ struct Exchange<H> {
     local: SocketAddr,
     path: String,
     max_query: usize,
+    /// How long a POST body may take to arrive once its request has (the
+    /// stream transports' message timeout): a body sent an octet at a time
+    /// does not hold a request open.
+    body_wait: Duration,
     /// How long a resolution's answer is waited for.
     reply_wait: Duration,
     cap: u32,
@@ -220,15 +246,15 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
         {
             Ok(Query::Inline(q)) => q,
             Ok(Query::Body) => {
-                match Limited::new(req.into_body(), self.max_query)
-                    .collect()
-                    .await
-                {
-                    Ok(body) => body.to_bytes().to_vec(),
-                    Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                let body = Limited::new(req.into_body(), self.max_query).collect();
+                match tokio::time::timeout(self.body_wait, body).await {
+                    Ok(Ok(body)) => body.to_bytes().to_vec(),
+                    Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
                         return status(Rejection::TooLarge.status());
                     }
-                    Err(_) => return status(400),
+                    Ok(Err(_)) => return status(400),
+                    // RFC 9110 §15.5.9: 408 Request Timeout.
+                    Err(_) => return status(408),
                 }
             }
             Err(r) => {
@@ -236,9 +262,8 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
                 // the refusal ends the exchange cleanly rather than with a
                 // reset of a request still being sent.
                 if method == Method::Post {
-                    let _ = Limited::new(req.into_body(), self.max_query)
-                        .collect()
-                        .await;
+                    let body = Limited::new(req.into_body(), self.max_query).collect();
+                    let _ = tokio::time::timeout(self.body_wait, body).await;
                 }
                 return status(r.status());
             }

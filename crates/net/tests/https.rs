@@ -272,3 +272,24 @@ fn at_the_query_cap_the_last_answer_closes_the_connection() {
     let _ = s.read_to_end(&mut rest);
     assert!(rest.is_empty());
 }
+
+#[test]
+fn a_post_body_that_stops_coming_is_answered_408_within_the_message_timeout() {
+    let srv = server(TcpConfig {
+        idle_timeout: Duration::from_secs(600),
+        message_timeout: Duration::from_millis(200),
+        ..TcpConfig::default()
+    });
+    let mut s = connect(&srv);
+    // The head says 40 octets; 5 come, then nothing: the attack is the
+    // silence, and the answer must come without the client sending more.
+    let head = format!(
+        "POST /dns-query HTTP/1.1\r\nHost: {NAME}\r\nContent-Type: application/dns-message\r\nContent-Length: 40\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&[0, 1, 2, 3, 4]).unwrap();
+    s.flush().unwrap();
+    let r = read_response(&mut s);
+    assert_eq!(r.status, 408);
+    assert_eq!(load(&srv.stats.queries), 0);
+}
