@@ -5,6 +5,9 @@
 //! each message once it has started, a cap on queries per connection, and caps
 //! on concurrent connections in total and per client. A connection beyond a cap
 //! is closed at once rather than queued; each close is counted by its reason.
+//! DNS over TLS and over HTTPS are accepted by the same loop, under the same
+//! caps and counters: TLS runs this connection loop after its handshake,
+//! HTTPS hands the stream to `crate::https`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -159,21 +159,6 @@ fn request(s: &mut Tls, head: &str, body: &[u8]) -> HttpResponse {
     read_response(s)
 }
 
-fn base64url(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
@@ -185,7 +170,7 @@ fn get_and_post_are_answered_as_dns_messages_with_a_max_age() {
     let q = wire::query(0, wire::RD, "www.example.", 1);
     let get = format!(
         "GET /dns-query?dns={} HTTP/1.1\r\nHost: {NAME}\r\nAccept: application/dns-message\r\n\r\n",
-        base64url(&q)
+        wire::base64url(&q)
     );
     let r = request(&mut s, &get, &[]);
     assert_eq!(r.status, 200);
@@ -220,7 +205,7 @@ fn malformed_requests_get_their_http_status_and_no_dns_answer() {
     let mut s = connect(&srv);
     let q = wire::query(0, wire::RD, "www.example.", 1);
     let cases: Vec<(String, Vec<u8>, u16)> = vec![
-        (format!("GET /elsewhere?dns={} HTTP/1.1\r\nHost: x\r\n\r\n", base64url(&q)), vec![], 404),
+        (format!("GET /elsewhere?dns={} HTTP/1.1\r\nHost: x\r\n\r\n", wire::base64url(&q)), vec![], 404),
         ("GET /dns-query HTTP/1.1\r\nHost: x\r\n\r\n".to_string(), vec![], 400),
         ("GET /dns-query?dns=%%% HTTP/1.1\r\nHost: x\r\n\r\n".to_string(), vec![], 400),
         (
@@ -262,7 +247,7 @@ fn at_the_query_cap_the_last_answer_closes_the_connection() {
     let q = wire::query(0, wire::RD, "www.example.", 1);
     let get = format!(
         "GET /dns-query?dns={} HTTP/1.1\r\nHost: x\r\n\r\n",
-        base64url(&q)
+        wire::base64url(&q)
     );
     assert_eq!(request(&mut s, &get, &[]).status, 200);
     let last = request(&mut s, &get, &[]);

@@ -63,6 +63,23 @@ pub fn read_framed(stream: &mut impl Read) -> io::Result<Vec<u8>> {
     Ok(message)
 }
 
+/// `data` in RFC 4648 §5 base64url without padding, as RFC 8484 §4.1 puts a
+/// query in a DoH GET.
+pub fn base64url(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +104,15 @@ mod tests {
             b"\x00\x07\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\
               \x05other\x04test\x00\x00\xfc\x00\x01"
         );
+    }
+
+    #[test]
+    fn base64url_matches_rfc_8484s_example_and_drops_padding() {
+        // RFC 8484 §4.1.1: www.example.com A, ID 0.
+        let q = b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x03com\x00\x00\x01\x00\x01";
+        assert_eq!(base64url(q), "AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB");
+        assert_eq!(base64url(b"foob"), "Zm9vYg");
+        assert_eq!(base64url(&[0xff, 0xef]), "_-8");
     }
 
     #[test]

@@ -16,6 +16,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use bulwark_testkit::wire;
+
 use crate::support::{self, ChildGuard};
 
 const ORIGIN: &str = "diff.test.";
@@ -334,21 +336,6 @@ fn doh_query(id: u16, exists: bool) -> Vec<u8> {
     q
 }
 
-fn base64url(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 /// curl against the DoH listener as `localhost`, trusting the test's CA.
 fn curl(s: &DotServer, args: &[&str]) -> std::process::Output {
     let curl = support::require_tool("curl").expect("curl");
@@ -412,7 +399,7 @@ fn kdig_and_dig_ask_over_https_with_post_and_get() {
 fn curl_gets_dns_messages_with_max_age_over_http1_and_http2_and_statuses_for_bad_requests() {
     let s = start();
     let q = doh_query(0, true);
-    let get = doh_url(&s, &format!("/dns-query?dns={}", base64url(&q)));
+    let get = doh_url(&s, &format!("/dns-query?dns={}", wire::base64url(&q)));
     for version in ["--http1.1", "--http2"] {
         let out = curl(&s, &[version, "-D", "-", "-o", "/dev/null", &get]);
         let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
@@ -426,7 +413,7 @@ fn curl_gets_dns_messages_with_max_age_over_http1_and_http2_and_statuses_for_bad
     }
     let nx = doh_url(
         &s,
-        &format!("/dns-query?dns={}", base64url(&doh_query(0, false))),
+        &format!("/dns-query?dns={}", wire::base64url(&doh_query(0, false))),
     );
     let out = curl(&s, &["-D", "-", "-o", "/dev/null", &nx]);
     let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();

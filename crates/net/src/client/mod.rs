@@ -45,8 +45,6 @@ use tcp::RoundTripError;
 pub enum Transport {
     Udp,
     Tcp,
-    /// DNS over TLS.
-    Tls,
 }
 
 /// The response to a query, and how it came.
