@@ -51,10 +51,11 @@ pub struct Status {
     pub uptime: Duration,
     /// The addresses bound, UDP and TCP on each.
     pub listen: Vec<SocketAddr>,
-    /// The encrypted listeners: each address with `tls` or `https`, and
-    /// the connection counters of each kind (DoT, then DoH).
+    /// The encrypted listeners: each address with `tls`, `https`, `quic`
+    /// or `h3`, and the connection counters of each kind (DoT, DoH with
+    /// HTTP/3, DoQ).
     pub encrypted: Vec<(SocketAddr, &'static str)>,
-    pub encrypted_counts: [TcpCounts; 2],
+    pub encrypted_counts: [TcpCounts; 3],
     pub udp_workers: usize,
     pub control: Option<PathBuf>,
     pub prometheus: Option<SocketAddr>,
@@ -498,7 +499,7 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
         "tcp closed idle {} message_timeout {} evicted {} rejected_for_client {} rejected_total {}",
         t.idle, t.message_timeout, t.evicted, t.rejected_for_client, t.rejected_total
     ));
-    for (kind, c) in ["tls", "https"].iter().zip(&s.encrypted_counts) {
+    for (kind, c) in ["tls", "https", "quic"].iter().zip(&s.encrypted_counts) {
         if s.encrypted.iter().any(|(_, k)| k == kind) {
             lines.push(format!(
                 "{kind} accepted {} rejected {} queries {}",

@@ -60,8 +60,17 @@ impl Drop for DemoZone {
     }
 }
 
+/// The demo's encrypted listeners, as bound.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Encrypted {
+    pub dot: Option<SocketAddr>,
+    pub doh: Option<SocketAddr>,
+    pub doq: Option<SocketAddr>,
+    pub doh3: Option<SocketAddr>,
+}
+
 /// The lines printed once the demo server is up, ready to paste.
-pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>, doh: Option<SocketAddr>) -> String {
+pub fn banner(addr: SocketAddr, encrypted: Encrypted) -> String {
     let ip = addr.ip();
     let port = addr.port();
     let mut text = format!(
@@ -69,7 +78,7 @@ pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>, doh: Option<SocketAddr>
          dig @{ip} -p {port} www.demo.example A\n  \
          kdig @{ip} -p {port} +tcp mail.demo.example AAAA\n"
     );
-    if let Some(d) = dot {
+    if let Some(d) = encrypted.dot {
         let (ip, port) = (d.ip(), d.port());
         // The certificate is made at start for `localhost` and signed by
         // itself: kdig's +tls and dig's +tls encrypt without checking it.
@@ -79,13 +88,26 @@ pub fn banner(addr: SocketAddr, dot: Option<SocketAddr>, doh: Option<SocketAddr>
              dig @{ip} -p {port} +tls www.demo.example A\n"
         ));
     }
-    if let Some(d) = doh {
+    if let Some(d) = encrypted.doh {
         let (ip, port) = (d.ip(), d.port());
         text.push_str(&format!(
             "and DNS over HTTPS on https://localhost:{port}/dns-query (the same certificate):\n  \
              kdig @{ip} -p {port} +https www.demo.example A\n  \
              curl -k -H 'accept: application/dns-message' \\\n    \
              'https://localhost:{port}/dns-query?dns=AAABAAABAAAAAAAAA3d3dwRkZW1vB2V4YW1wbGUAAAEAAQ' | xxd\n"
+        ));
+    }
+    if let Some(d) = encrypted.doq {
+        text.push_str(&format!(
+            "and DNS over QUIC on {d} (UDP, the same certificate; kdig 3.3 or later):\n  \
+             kdig @{ip} -p {port} +quic www.demo.example A\n",
+            ip = d.ip(),
+            port = d.port()
+        ));
+    }
+    if let Some(d) = encrypted.doh3 {
+        text.push_str(&format!(
+            "and DNS over HTTPS on HTTP/3 on {d} (UDP, advertised by Alt-Svc on HTTP/2)\n"
         ));
     }
     text.push_str("Stop with Ctrl-C.\n");
@@ -99,18 +121,24 @@ mod tests {
 
     #[test]
     fn banner_names_address_and_port_for_dig_and_kdig() {
-        let b = banner("127.0.0.1:5301".parse().unwrap(), None, None);
+        let b = banner("127.0.0.1:5301".parse().unwrap(), Encrypted::default());
         assert!(b.contains("dig @127.0.0.1 -p 5301 www.demo.example A"));
         assert!(b.contains("kdig @127.0.0.1 -p 5301"));
         assert!(!b.contains("+tls"));
         let b = banner(
             "127.0.0.1:5301".parse().unwrap(),
-            Some("127.0.0.1:8853".parse().unwrap()),
-            Some("127.0.0.1:8443".parse().unwrap()),
+            Encrypted {
+                dot: Some("127.0.0.1:8853".parse().unwrap()),
+                doh: Some("127.0.0.1:8443".parse().unwrap()),
+                doq: Some("127.0.0.1:8853".parse().unwrap()),
+                doh3: Some("127.0.0.1:8443".parse().unwrap()),
+            },
         );
         assert!(b.contains("kdig @127.0.0.1 -p 8853 +tls www.demo.example A"));
         assert!(b.contains("dig @127.0.0.1 -p 8853 +tls www.demo.example A"));
         assert!(b.contains("kdig @127.0.0.1 -p 8443 +https www.demo.example A"));
+        assert!(b.contains("kdig @127.0.0.1 -p 8853 +quic www.demo.example A"));
+        assert!(b.contains("HTTP/3 on 127.0.0.1:8443"));
     }
 
     #[test]

@@ -38,10 +38,9 @@ pub struct ReadyFile {
 #[derive(Debug, Default)]
 pub struct Bound<'a> {
     pub dns: &'a [SocketAddr],
-    /// DNS over TLS listeners.
-    pub dot: &'a [SocketAddr],
-    /// DNS over HTTPS listeners.
-    pub doh: &'a [SocketAddr],
+    /// The encrypted listeners, each with its kind (one of
+    /// `crate::encrypted::KINDS`).
+    pub encrypted: &'a [(SocketAddr, &'static str)],
     pub prometheus: Option<SocketAddr>,
     pub control: Option<&'a Path>,
 }
@@ -85,11 +84,14 @@ fn contents(pid: u32, bound: &Bound<'_>) -> String {
     for a in bound.dns {
         text.push_str(&format!("dns {a}\n"));
     }
-    for a in bound.dot {
-        text.push_str(&format!("dot {a}\n"));
-    }
-    for a in bound.doh {
-        text.push_str(&format!("doh {a}\n"));
+    // DoT, DoH, DoQ, DoH over HTTP/3: each kind's lines together.
+    for (kind, key) in crate::encrypted::KINDS
+        .iter()
+        .zip(["dot", "doh", "doq", "doh3"])
+    {
+        for (a, _) in bound.encrypted.iter().filter(|(_, k)| k == kind) {
+            text.push_str(&format!("{key} {a}\n"));
+        }
     }
     if let Some(a) = bound.prometheus {
         text.push_str(&format!("prometheus {a}\n"));
@@ -114,14 +116,17 @@ mod tests {
         ];
         let bound = Bound {
             dns: &dns,
-            dot: &[],
-            doh: &[],
+            encrypted: &[
+                ("127.0.0.1:8853".parse().unwrap(), "quic"),
+                ("127.0.0.1:8853".parse().unwrap(), "tls"),
+            ],
             prometheus: Some("127.0.0.1:9153".parse().unwrap()),
             control: Some(Path::new("/run/bulwark/control.sock")),
         };
         assert_eq!(
             contents(42, &bound),
-            "pid 42\ndns 127.0.0.1:53017\ndns [::1]:53018\nprometheus 127.0.0.1:9153\n\
+            "pid 42\ndns 127.0.0.1:53017\ndns [::1]:53018\ndot 127.0.0.1:8853\n\
+             doq 127.0.0.1:8853\nprometheus 127.0.0.1:9153\n\
              control /run/bulwark/control.sock\nready\n"
         );
         assert_eq!(contents(7, &Bound::default()), "pid 7\nready\n");

@@ -81,8 +81,10 @@ pub struct App {
     pub(crate) tcp_stats: Arc<TcpStats>,
     /// DNS over TLS connections; counted only when a DoT listener is bound.
     pub(crate) tls_stats: Arc<TcpStats>,
-    /// DNS over HTTPS connections, likewise.
+    /// DNS over HTTPS connections (HTTP/2, HTTP/1.1 and HTTP/3), likewise.
     pub(crate) https_stats: Arc<TcpStats>,
+    /// DNS over QUIC connections, likewise.
+    pub(crate) quic_stats: Arc<TcpStats>,
     /// The encrypted listeners' addresses and kinds, for `ctl status`.
     pub(crate) encrypted_bound: Mutex<Vec<(SocketAddr, &'static str)>>,
     /// Each DoT listener's certificate, read again on reload.
@@ -196,6 +198,7 @@ impl App {
             tcp: &self.tcp_stats,
             tls: encrypted_on.then_some(&*self.tls_stats),
             https: encrypted_on.then_some(&*self.https_stats),
+            quic: encrypted_on.then_some(&*self.quic_stats),
             events: self.reporter.counts(),
             rrl: self.rrl.as_ref().map(|r| r.stats()),
             cookie_rotations: self
@@ -223,6 +226,7 @@ impl ControlPlane for App {
             encrypted_counts: [
                 TcpCounts::of(&self.tls_stats),
                 TcpCounts::of(&self.https_stats),
+                TcpCounts::of(&self.quic_stats),
             ],
             udp_workers: self.threads,
             control: crate::control::socket_in_use().map(std::path::Path::to_path_buf),
@@ -495,6 +499,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tcp_stats: Arc::new(TcpStats::default()),
         tls_stats: Arc::new(TcpStats::default()),
         https_stats: Arc::new(TcpStats::default()),
+        quic_stats: Arc::new(TcpStats::default()),
         encrypted_bound: Mutex::new(Vec::new()),
         tls_certificates: Mutex::new(Vec::new()),
         started: Instant::now(),
@@ -568,14 +573,18 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         crate::encrypted::TlsListeners::bind(&settings)?
     };
-    let dot_addrs = encrypted.local_addrs(true);
-    let doh_addrs = encrypted.local_addrs(false);
+    let encrypted_addrs = encrypted.local_addrs();
+    let first_of = |kind: &str| {
+        encrypted_addrs
+            .iter()
+            .find(|(_, k)| *k == kind)
+            .map(|(a, _)| *a)
+    };
     if let Ok(mut c) = app.tls_certificates.lock() {
         *c = encrypted.certificates();
     }
     if let Ok(mut b) = app.encrypted_bound.lock() {
-        b.extend(dot_addrs.iter().map(|a| (*a, "tls")));
-        b.extend(doh_addrs.iter().map(|a| (*a, "https")));
+        b.clone_from(&encrypted_addrs);
     }
     let addrs = udp.local_addrs().to_vec();
     if let Ok(mut b) = app.bound.lock() {
@@ -665,7 +674,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         encrypted,
         &settings,
         &shared,
-        [Arc::clone(&app.tls_stats), Arc::clone(&app.https_stats)],
+        [
+            Arc::clone(&app.tls_stats),
+            Arc::clone(&app.https_stats),
+            Arc::clone(&app.quic_stats),
+        ],
         &shutdown,
         runtime.handle(),
     )?;
@@ -718,17 +731,23 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for a in &addrs {
         tracing::info!(address = %a, threads = settings.threads, "listening on UDP and TCP");
     }
-    for a in &dot_addrs {
-        tracing::info!(address = %a, "listening for DNS over TLS");
-    }
-    for a in &doh_addrs {
-        tracing::info!(address = %a, "listening for DNS over HTTPS");
+    for (a, kind) in &encrypted_addrs {
+        tracing::info!(address = %a, kind, "listening for encrypted DNS");
     }
     if demo_mode {
         if let Some(a) = addrs.first() {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(
-                demo::banner(*a, dot_addrs.first().copied(), doh_addrs.first().copied()).as_bytes(),
+                demo::banner(
+                    *a,
+                    demo::Encrypted {
+                        dot: first_of("tls"),
+                        doh: first_of("https"),
+                        doq: first_of("quic"),
+                        doh3: first_of("h3"),
+                    },
+                )
+                .as_bytes(),
             );
             let _ = out.flush();
         }
@@ -737,8 +756,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(file) = ready_file.as_mut() {
         file.write_ready(&crate::ready_file::Bound {
             dns: &addrs,
-            dot: &dot_addrs,
-            doh: &doh_addrs,
+            encrypted: &encrypted_addrs,
             prometheus: crate::metrics_http::listening(),
             control: settings.control_socket.as_deref(),
         });

@@ -114,7 +114,9 @@ impl TapSource {
     fn tap_for(&self, via: Via) -> Option<Tap> {
         match via {
             Via::Udp => self.sink.lock().ok()?.as_ref().map(TapWriter::tap),
-            Via::Tcp | Via::Tls | Via::Https => self.tcp.lock().ok()?.as_ref().map(Tap::sibling),
+            Via::Tcp | Via::Tls | Via::Https | Via::Quic => {
+                self.tcp.lock().ok()?.as_ref().map(Tap::sibling)
+            }
         }
     }
 }

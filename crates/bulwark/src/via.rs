@@ -12,8 +12,10 @@ pub enum Via {
     Tcp,
     /// DNS over TLS (RFC 7858).
     Tls,
-    /// DNS over HTTPS (RFC 8484).
+    /// DNS over HTTPS (RFC 8484), on any HTTP version.
     Https,
+    /// DNS over QUIC (RFC 9250).
+    Quic,
 }
 
 impl Via {
@@ -22,7 +24,7 @@ impl Via {
     pub fn transport(self) -> Transport {
         match self {
             Via::Udp => Transport::Udp,
-            Via::Tcp | Via::Tls | Via::Https => Transport::Tcp,
+            Via::Tcp | Via::Tls | Via::Https | Via::Quic => Transport::Tcp,
         }
     }
 
@@ -33,6 +35,7 @@ impl Via {
             Via::Tcp => "tcp",
             Via::Tls => "tls",
             Via::Https => "https",
+            Via::Quic => "quic",
         }
     }
 
@@ -43,6 +46,7 @@ impl Via {
             Via::Tcp => Protocol::Tcp,
             Via::Tls => Protocol::Dot,
             Via::Https => Protocol::Doh,
+            Via::Quic => Protocol::Doq,
         }
     }
 
@@ -53,6 +57,6 @@ impl Via {
 
     /// RFC 7830 §6: padding is for encrypted channels only.
     pub fn is_encrypted(self) -> bool {
-        matches!(self, Via::Tls | Via::Https)
+        matches!(self, Via::Tls | Via::Https | Via::Quic)
     }
 }

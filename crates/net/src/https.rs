@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -33,6 +33,9 @@ pub struct DohConfig {
     /// HTTP/2 streams one connection may have open at once: a client
     /// pipelines this many queries before it waits.
     pub max_concurrent_streams: u32,
+    /// The `Alt-Svc` value that tells HTTP/2 and HTTP/1.1 clients where the
+    /// same service runs on HTTP/3 (RFC 7838), when it does.
+    pub alt_svc: Option<String>,
 }
 
 impl Default for DohConfig {
@@ -40,6 +43,7 @@ impl Default for DohConfig {
         DohConfig {
             path: doh::DEFAULT_PATH.to_string(),
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            alt_svc: None,
         }
     }
 }
@@ -53,25 +57,25 @@ pub const ALPN_DOH: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// What the requests of one connection share: when it was last busy, how
 /// many are being answered, and how many it has answered.
-struct Activity {
+pub(crate) struct Activity {
     started: Instant,
     /// Milliseconds from `started` to the end of the last request.
     last_ms: AtomicU64,
-    in_flight: AtomicU32,
+    pub(crate) in_flight: AtomicU32,
     answered: AtomicU32,
     /// Woken when the query cap is reached.
-    capped: Notify,
+    pub(crate) capped: Notify,
 }
 
 impl Activity {
-    fn touch(&self) {
+    pub(crate) fn touch(&self) {
         let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.store(ms, Ordering::Relaxed);
     }
 
     /// When the connection is idle long enough to close, if nothing is
     /// being answered.
-    fn idle_deadline(&self, idle: Duration) -> Instant {
+    pub(crate) fn idle_deadline(&self, idle: Duration) -> Instant {
         let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
         self.started
             .checked_add(last)
@@ -95,25 +99,8 @@ where
     H: QueryHandler + Send + 'static,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let activity = Arc::new(Activity {
-        started: Instant::now(),
-        last_ms: AtomicU64::new(0),
-        in_flight: AtomicU32::new(0),
-        answered: AtomicU32::new(0),
-        capped: Notify::new(),
-    });
-    let shared = Arc::new(Exchange {
-        handler: Mutex::new(handler),
-        peer,
-        local,
-        path: doh_config.path.clone(),
-        max_query: config.max_query_size,
-        body_wait: message_wait(config),
-        reply_wait: config.idle_timeout,
-        cap: config.max_queries_per_connection,
-        stats: Arc::clone(stats),
-        activity: Arc::clone(&activity),
-    });
+    let shared = Exchange::new(handler, peer, local, config, doh_config, stats);
+    let activity = Arc::clone(&shared.activity);
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = Arc::clone(&shared);
         async move { Ok::<_, Infallible>(shared.answer(req).await) }
@@ -173,7 +160,7 @@ where
 
 /// How long a request's head, or its body, may take to arrive: the stream
 /// transports' message timeout, or (when that is off) the idle timeout.
-fn message_wait(config: &TcpConfig) -> Duration {
+pub(crate) fn message_wait(config: &TcpConfig) -> Duration {
     if config.message_timeout.is_zero() {
         config.idle_timeout
     } else {
@@ -182,11 +169,13 @@ fn message_wait(config: &TcpConfig) -> Duration {
 }
 
 /// What every request of one connection needs.
-struct Exchange<H> {
+pub(crate) struct Exchange<H> {
     handler: Mutex<H>,
     peer: SocketAddr,
     local: SocketAddr,
     path: String,
+    /// Sent with each HTTP/2 and HTTP/1.1 response.
+    alt_svc: Option<HeaderValue>,
     max_query: usize,
     /// How long a POST body may take to arrive once its request has (the
     /// stream transports' message timeout): a body sent an octet at a time
@@ -196,7 +185,74 @@ struct Exchange<H> {
     reply_wait: Duration,
     cap: u32,
     stats: Arc<TcpStats>,
-    activity: Arc<Activity>,
+    pub(crate) activity: Arc<Activity>,
+}
+
+/// What a DoH request is answered with.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// 200 with this DNS message.
+    Message(Vec<u8>),
+    /// This status and no body.
+    Status(u16),
+}
+
+/// Why a POST request's body is not a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+/// RFC 8484's methods, as [`doh`] names them.
+pub(crate) fn method_of(method: &hyper::Method) -> Method {
+    match *method {
+        hyper::Method::GET => Method::Get,
+        hyper::Method::POST => Method::Post,
+        _ => Method::Other,
+    }
+}
+
+/// The request target: the path and query of the URI.
+pub(crate) fn target_of(uri: &hyper::Uri) -> String {
+    uri.path_and_query()
+        .map_or(uri.path(), |p| p.as_str())
+        .to_string()
+}
+
+impl<H> Exchange<H> {
+    /// What the requests of one connection from `peer` to `local` share.
+    pub(crate) fn new(
+        handler: H,
+        peer: SocketAddr,
+        local: SocketAddr,
+        config: &TcpConfig,
+        doh_config: &DohConfig,
+        stats: &Arc<TcpStats>,
+    ) -> Arc<Exchange<H>> {
+        Arc::new(Exchange {
+            handler: Mutex::new(handler),
+            peer,
+            local,
+            path: doh_config.path.clone(),
+            alt_svc: doh_config
+                .alt_svc
+                .as_deref()
+                .and_then(|a| HeaderValue::from_str(a).ok()),
+            max_query: config.max_query_size,
+            body_wait: message_wait(config),
+            reply_wait: config.idle_timeout,
+            cap: config.max_queries_per_connection,
+            stats: Arc::clone(stats),
+            activity: Arc::new(Activity {
+                started: Instant::now(),
+                last_ms: AtomicU64::new(0),
+                in_flight: AtomicU32::new(0),
+                answered: AtomicU32::new(0),
+                capped: Notify::new(),
+            }),
+        })
+    }
 }
 
 /// What the handler made of a query.
@@ -220,41 +276,71 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
                 .headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
+        if let Some(alt) = &self.alt_svc {
+            response.headers_mut().insert(ALT_SVC, alt.clone());
+        }
         self.activity.touch();
         self.activity.in_flight.fetch_sub(1, Ordering::Relaxed);
         response
     }
 
+    /// How long an answer may take to be resolved, or written.
+    pub(crate) fn reply_wait(&self) -> Duration {
+        self.reply_wait
+    }
+
     /// Whether the connection has answered its cap of queries.
-    fn capped(&self) -> bool {
+    pub(crate) fn capped(&self) -> bool {
         self.cap != 0 && self.activity.answered.load(Ordering::Relaxed) >= self.cap
     }
 
     async fn answer_request(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        let method = match *req.method() {
-            hyper::Method::GET => Method::Get,
-            hyper::Method::POST => Method::Post,
-            _ => Method::Other,
+        let method = method_of(req.method());
+        let target = target_of(req.uri());
+        let content_type = req.headers().get(CONTENT_TYPE).cloned();
+        let body = move |limit: usize| async move {
+            match Limited::new(req.into_body(), limit).collect().await {
+                Ok(body) => Ok(body.to_bytes().to_vec()),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+                Err(_) => Err(BodyError::Unreadable),
+            }
         };
-        let target = req
-            .uri()
-            .path_and_query()
-            .map_or(req.uri().path(), |p| p.as_str())
-            .to_string();
-        let content_type = req.headers().get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-        let query = match doh::read_head(method, &target, content_type, &self.path, self.max_query)
-        {
+        let reply = self
+            .reply(
+                method,
+                &target,
+                content_type.as_ref().map(HeaderValue::as_bytes),
+                body,
+            )
+            .await;
+        into_http(reply).map(Full::new)
+    }
+
+    /// Answers one DoH request, whichever HTTP carried it: the query from
+    /// its target or from its body (read by `body`, given the most it may
+    /// hold), the DNS message or the status that refuses it.
+    pub(crate) async fn reply<F, Fut>(
+        &self,
+        method: Method,
+        target: &str,
+        content_type: Option<&[u8]>,
+        body: F,
+    ) -> Reply
+    where
+        F: FnOnce(usize) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<u8>, BodyError>>,
+    {
+        let query = match doh::read_head(method, target, content_type, &self.path, self.max_query) {
             Ok(Query::Inline(q)) => q,
             Ok(Query::Body) => {
-                let body = Limited::new(req.into_body(), self.max_query).collect();
-                match tokio::time::timeout(self.body_wait, body).await {
-                    Ok(Ok(body)) => body.to_bytes().to_vec(),
-                    Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                        return status(Rejection::TooLarge.status());
+                match tokio::time::timeout(self.body_wait, body(self.max_query)).await {
+                    Ok(Ok(body)) => body,
+                    Ok(Err(BodyError::TooLarge)) => {
+                        return Reply::Status(Rejection::TooLarge.status());
                     }
-                    Ok(Err(_)) => return status(400),
+                    Ok(Err(BodyError::Unreadable)) => return Reply::Status(400),
                     // RFC 9110 §15.5.9: 408 Request Timeout.
-                    Err(_) => return status(408),
+                    Err(_) => return Reply::Status(408),
                 }
             }
             Err(r) => {
@@ -262,10 +348,9 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
                 // the refusal ends the exchange cleanly rather than with a
                 // reset of a request still being sent.
                 if method == Method::Post {
-                    let body = Limited::new(req.into_body(), self.max_query).collect();
-                    let _ = tokio::time::timeout(self.body_wait, body).await;
+                    let _ = tokio::time::timeout(self.body_wait, body(self.max_query)).await;
                 }
-                return status(r.status());
+                return Reply::Status(r.status());
             }
         };
         self.stats.queries.fetch_add(1, Ordering::Relaxed);
@@ -284,15 +369,15 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
                 // A transfer's messages are not one HTTP response: end the
                 // job (its responder gone) and refuse.
                 drop(job);
-                return status(400);
+                return Reply::Status(400);
             }
             Handled::Dropped => None,
         };
         match message {
-            Some(m) => dns_response(m),
+            Some(m) => Reply::Message(m),
             // Dropped (an ACL, an unreadable message): the client hears no
             // DNS answer, and HTTP says the request was at fault.
-            None => status(400),
+            None => Reply::Status(400),
         }
     }
 
@@ -325,20 +410,24 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
     }
 }
 
-/// 200 with the DNS message, cacheable for its smallest TTL (RFC 8484 §5.1).
-fn dns_response(message: Vec<u8>) -> Response<Full<Bytes>> {
-    let max_age = bulwark_proto::message::freshness::freshness_lifetime(&message);
-    let mut r = Response::new(Full::new(Bytes::from(message)));
-    let headers = r.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(doh::MEDIA_TYPE));
-    if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
-        headers.insert(CACHE_CONTROL, v);
+/// The HTTP response to a reply: 200 with the DNS message, cacheable for
+/// its smallest TTL (RFC 8484 §5.1), or a status with no body.
+pub(crate) fn into_http(reply: Reply) -> Response<Bytes> {
+    match reply {
+        Reply::Message(message) => {
+            let max_age = bulwark_proto::message::freshness::freshness_lifetime(&message);
+            let mut r = Response::new(Bytes::from(message));
+            let headers = r.headers_mut();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(doh::MEDIA_TYPE));
+            if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
+                headers.insert(CACHE_CONTROL, v);
+            }
+            r
+        }
+        Reply::Status(code) => {
+            let mut r = Response::new(Bytes::new());
+            *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
+            r
+        }
     }
-    r
-}
-
-fn status(code: u16) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::new()));
-    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
-    r
 }

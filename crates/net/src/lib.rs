@@ -1,5 +1,6 @@
 //! Sockets: UDP with batched syscalls (`recvmmsg`/`sendmmsg`), TCP per RFC 7766,
-//! DNS over TLS per RFC 7858, DNS over HTTPS per RFC 8484.
+//! DNS over TLS per RFC 7858, DNS over HTTPS per RFC 8484 (HTTP/2, HTTP/1.1
+//! and HTTP/3), DNS over QUIC per RFC 9250.
 //!
 //! This is the only crate allowed `unsafe`: each block is small, sits in `sys.rs`
 //! or beside the syscall it wraps, and carries a `// SAFETY:` comment. Everything
@@ -20,11 +21,13 @@ mod client_conns;
 mod control;
 mod deferred;
 pub mod doh;
+pub mod doq;
 mod error;
 pub mod frame;
 mod heap;
 pub mod https;
 mod metrics_http;
+pub mod quic;
 mod shutdown;
 mod stream;
 mod sys;
@@ -45,6 +48,7 @@ pub use frame::{FrameDecoder, FrameError};
 pub use heap::{release_free_memory, Allocator};
 pub use https::DohConfig;
 pub use metrics_http::{bind_metrics, serve_metrics, MetricsBody, MetricsListener};
+pub use quic::{bind_quic, serve_quic, BoundQuic, QuicServer, QuicService};
 pub use shutdown::Shutdown;
 pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
 pub use systemd::sd_notify;

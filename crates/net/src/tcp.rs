@@ -173,9 +173,12 @@ pub struct TcpStats {
     /// TLS only: the handshake failed (no protocol or cipher in common, an
     /// ALPN other than DoT's, not TLS at all).
     pub handshake_failed: AtomicU64,
+    /// QUIC only: the client broke DoQ's or HTTP/3's rules (a malformed
+    /// stream, a non-zero message ID), closed with a protocol error.
+    pub protocol_error: AtomicU64,
 }
 
-fn bump(counter: &AtomicU64) {
+pub(crate) fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -490,7 +493,13 @@ struct Connection {
 
 impl Connection {
     fn count(&self, end: &ConnectionEnd) {
-        let stats = &self.stats;
+        count_end(&self.stats, end);
+    }
+}
+
+/// Counts a connection's close under its reason.
+pub(crate) fn count_end(stats: &TcpStats, end: &ConnectionEnd) {
+    {
         bump(match end {
             ConnectionEnd::PeerClosed => &stats.peer_closed,
             ConnectionEnd::Idle => &stats.idle,
@@ -503,6 +512,7 @@ impl Connection {
             ConnectionEnd::Evicted => &stats.evicted,
             ConnectionEnd::HandshakeTimeout => &stats.handshake_timeout,
             ConnectionEnd::Handshake(_) => &stats.handshake_failed,
+            ConnectionEnd::Protocol => &stats.protocol_error,
         });
     }
 }
@@ -542,6 +552,8 @@ pub(crate) enum ConnectionEnd {
     HandshakeTimeout,
     #[error("TLS handshake failed: {0}")]
     Handshake(std::io::Error),
+    #[error("the client broke the protocol")]
+    Protocol,
 }
 
 /// Who a connection serves, and its place among its client's connections.

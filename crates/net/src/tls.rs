@@ -171,16 +171,7 @@ impl TlsServer {
         alpn: &[&[u8]],
         handshake_timeout: Duration,
     ) -> Result<TlsServer, TlsError> {
-        let mut config = ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(TlsError::Config)?
-            .with_no_client_auth()
-            .with_cert_resolver(certificate);
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        // Resumption: tickets for TLS 1.3 and 1.2 (keys made at random and
-        // rotated every six hours by rustls), session IDs as a fallback.
-        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(TlsError::Config)?;
-        config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
+        let mut config = server_config(certificate, alpn, TlsVersions::Tls13And12)?;
         // No 0-RTT: a replayed query over DoT cannot be told from a new one.
         config.max_early_data_size = 0;
         Ok(TlsServer {
@@ -188,4 +179,37 @@ impl TlsServer {
             handshake_timeout,
         })
     }
+}
+
+/// Which TLS versions a server configuration offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TlsVersions {
+    /// TLS 1.3 preferred, 1.2 allowed: DoT and DoH over TCP.
+    Tls13And12,
+    /// QUIC is TLS 1.3 only (RFC 9001 §4.2).
+    Tls13Only,
+}
+
+/// The server configuration every TLS listener starts from: its
+/// certificate, its ALPN protocols, session resumption.
+pub(crate) fn server_config(
+    certificate: Arc<ServerCertificate>,
+    alpn: &[&[u8]],
+    versions: TlsVersions,
+) -> Result<ServerConfig, TlsError> {
+    let offered: &[&rustls::SupportedProtocolVersion] = match versions {
+        TlsVersions::Tls13And12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+        TlsVersions::Tls13Only => &[&rustls::version::TLS13],
+    };
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(offered)
+        .map_err(TlsError::Config)?
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // Resumption: tickets for TLS 1.3 and 1.2 (keys made at random and
+    // rotated every six hours by rustls), session IDs as a fallback.
+    config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(TlsError::Config)?;
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
+    Ok(config)
 }

@@ -73,6 +73,8 @@ pub fn require_tool(name: &str) -> Option<PathBuf> {
 pub fn require_python_module(module: &str) -> Option<PathBuf> {
     let mut candidates = vec![PathBuf::from(DEBIAN_PYTHON)];
     candidates.extend(search_dirs().into_iter().map(|d| d.join("python3")));
+    // What Debian lacks (aioquic) scripts/test.sh installs from PyPI here.
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyquic/bin/python3"));
     let top = module.split('.').next().unwrap_or(module);
     let found = candidates
         .into_iter()

@@ -81,14 +81,17 @@ pub struct ListenerSection {
     /// With `[resolver]`: whether clients on this address may recurse
     /// (default true, within `allow_recursion`).
     pub recursion: Option<bool>,
-    /// `dns` (UDP and TCP, the default), `tls` (DNS over TLS, RFC 7858) or
-    /// `https` (DNS over HTTPS, RFC 8484).
+    /// `dns` (UDP and TCP, the default), `tls` (DNS over TLS, RFC 7858),
+    /// `https` (DNS over HTTPS, RFC 8484) or `quic` (DNS over QUIC, RFC 9250).
     pub transport: Option<Spanned<String>>,
-    /// With `tls` or `https`: PEM files of the certificate chain and key.
+    /// With `tls`, `https` or `quic`: PEM files of the certificate chain and key.
     pub certificate: Option<String>,
     pub key: Option<String>,
     /// With `https`: the path queries are sent to (default `/dns-query`).
     pub path: Option<Spanned<String>>,
+    /// With `https`: also serve HTTP/3 on UDP at the same address (and
+    /// advertise it to HTTP/2 clients with `Alt-Svc`).
+    pub http3: Option<Spanned<bool>>,
 }
 
 /// What `[[listener]]` tables add: their ACLs, and the addresses that
@@ -264,7 +267,9 @@ pub fn listeners(
     problems: &mut Vec<String>,
 ) -> Listeners {
     let mut out = Listeners::default();
-    let mut seen = Vec::new();
+    // Each address with the protocols it takes: a DoT and a DoQ listener
+    // may share one (TCP and UDP 853).
+    let mut seen: Vec<(SocketAddr, bool, bool)> = Vec::new();
     for l in sections {
         let Ok(a) = l.address.get_ref().parse::<SocketAddr>() else {
             problems.push(src.at(
@@ -280,28 +285,42 @@ pub fn listeners(
             listen.clear();
             *listen_given = true;
         }
-        // Given twice, whatever either serves: TCP and TLS would share a
-        // port. (Port 0 is a fresh port each time.)
-        if a.port() != 0 && (listen.contains(&a) || seen.contains(&a)) {
-            problems.push(src.at(l.address.span(), format!("address: {a} is given twice")));
-            continue;
-        }
-        seen.push(a);
         let kind = match listener_transport(l, src, problems) {
             Some(ListenerTransport::Dns) => {
                 if let Some(p) = &l.path {
                     problems.push(src.at(p.span(), "path: only for transport = \"https\""));
                 }
-                listen.push(a);
                 None
             }
             Some(ListenerTransport::Tls) => Some(Encrypted::Dot),
             Some(ListenerTransport::Https) => doh_path(l, src, problems),
+            Some(ListenerTransport::Quic) => Some(Encrypted::Doq),
             None => continue,
         };
-        if let Some(kind) = kind {
-            if let Some(t) = tls_listener(a, kind, l, base_dir, src, problems) {
-                out.tls.push(t);
+        if let Some(h) = &l.http3 {
+            if !matches!(kind, Some(Encrypted::Doh { .. })) {
+                problems.push(src.at(h.span(), "http3: only for transport = \"https\""));
+            }
+        }
+        let (tcp, udp) = kind
+            .as_ref()
+            .map_or((true, true), |k| (k.uses_tcp(), k.uses_udp()));
+        // Given twice for the same protocol, whatever either serves: TCP
+        // and TLS would share a port. (Port 0 is a fresh port each time.)
+        let clash = seen
+            .iter()
+            .any(|(b, t, u)| *b == a && ((*t && tcp) || (*u && udp)));
+        if a.port() != 0 && (listen.contains(&a) || clash) {
+            problems.push(src.at(l.address.span(), format!("address: {a} is given twice")));
+            continue;
+        }
+        seen.push((a, tcp, udp));
+        match kind {
+            None => listen.push(a),
+            Some(kind) => {
+                if let Some(t) = tls_listener(a, kind, l, base_dir, src, problems) {
+                    out.tls.push(t);
+                }
             }
         }
         if let Some(acl) = l
@@ -323,6 +342,7 @@ enum ListenerTransport {
     Dns,
     Tls,
     Https,
+    Quic,
 }
 
 fn listener_transport(
@@ -337,10 +357,11 @@ fn listener_transport(
         "dns" => Some(ListenerTransport::Dns),
         "tls" => Some(ListenerTransport::Tls),
         "https" => Some(ListenerTransport::Https),
+        "quic" => Some(ListenerTransport::Quic),
         other => {
             problems.push(src.at(
                 t.span(),
-                format!("transport: `{other}` is not one of `dns` (UDP and TCP), `tls` or `https`"),
+                format!("transport: `{other}` is not one of `dns` (UDP and TCP), `tls`, `https` or `quic`"),
             ));
             None
         }
@@ -383,9 +404,11 @@ fn doh_path(
     src: &Source<'_>,
     problems: &mut Vec<String>,
 ) -> Option<Encrypted> {
+    let http3 = l.http3.as_ref().is_some_and(|h| *h.get_ref());
     let Some(p) = &l.path else {
         return Some(Encrypted::Doh {
             path: bulwark_net::doh::DEFAULT_PATH.to_string(),
+            http3,
         });
     };
     let path = p.get_ref();
@@ -396,7 +419,10 @@ fn doh_path(
         ));
         return None;
     }
-    Some(Encrypted::Doh { path: path.clone() })
+    Some(Encrypted::Doh {
+        path: path.clone(),
+        http3,
+    })
 }
 
 /// `[server] tls_idle_timeout`, `tls_handshake_timeout` and

@@ -289,18 +289,45 @@ fn a_tls_listener_serves_dot_with_its_files_beside_the_configuration() {
 }
 
 #[test]
+fn a_quic_listener_may_share_its_address_with_a_tls_one_but_not_with_dns() {
+    let text = "[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"quic\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n";
+    let s = settings(text).unwrap();
+    let kinds: Vec<_> = s.tls_listeners.iter().map(|l| l.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            crate::settings::Encrypted::Dot,
+            crate::settings::Encrypted::Doq
+        ]
+    );
+    let clash = "[[listener]]\naddress = \"127.0.0.1:53\"\n[[listener]]\naddress = \"127.0.0.1:53\"\ntransport = \"quic\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\nhttp3 = true\n";
+    let err = settings(clash).unwrap_err();
+    let all = err.problems.join("\n");
+    assert!(
+        all.contains("bulwark.toml:4:11: address: 127.0.0.1:53 is given twice"),
+        "{all}"
+    );
+    assert!(
+        all.contains("http3: only for transport = \"https\""),
+        "{all}"
+    );
+}
+
+#[test]
 fn an_https_listener_serves_doh_at_its_path() {
-    let text = "[[listener]]\naddress = \"127.0.0.1:443\"\ntransport = \"https\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n[[listener]]\naddress = \"127.0.0.1:8443\"\ntransport = \"https\"\npath = \"/q\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n";
+    let text = "[[listener]]\naddress = \"127.0.0.1:443\"\ntransport = \"https\"\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n[[listener]]\naddress = \"127.0.0.1:8443\"\ntransport = \"https\"\npath = \"/q\"\nhttp3 = true\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n";
     let s = settings(text).unwrap();
     let paths: Vec<_> = s.tls_listeners.iter().map(|l| l.kind.clone()).collect();
     assert_eq!(
         paths,
         vec![
             crate::settings::Encrypted::Doh {
-                path: "/dns-query".to_string()
+                path: "/dns-query".to_string(),
+                http3: false,
             },
             crate::settings::Encrypted::Doh {
-                path: "/q".to_string()
+                path: "/q".to_string(),
+                http3: true,
             },
         ]
     );

@@ -1,4 +1,4 @@
-//! Encrypted listeners: where DNS over TLS and DNS over HTTPS are served,
+//! Encrypted listeners: where DNS over TLS, HTTPS and QUIC are served,
 //! with which certificate, and the connection limits that differ from plain
 //! TCP's.
 
@@ -16,13 +16,28 @@ pub const DEFAULT_TLS_MAX_QUERIES_PER_CONNECTION: u32 = 10_000;
 /// What an encrypted listener speaks over TLS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Encrypted {
-    /// DNS over TLS (RFC 7858).
+    /// DNS over TLS (RFC 7858), on TCP.
     Dot,
-    /// DNS over HTTPS (RFC 8484), queries at this path.
-    Doh { path: String },
+    /// DNS over HTTPS (RFC 8484), queries at this path: HTTP/2 and HTTP/1.1
+    /// on TCP, and with `http3` HTTP/3 on UDP at the same address.
+    Doh { path: String, http3: bool },
+    /// DNS over QUIC (RFC 9250), on UDP.
+    Doq,
 }
 
-/// One `[[listener]]` with `transport = "tls"` or `"https"`.
+impl Encrypted {
+    /// Whether the listener takes a TCP port at its address.
+    pub fn uses_tcp(&self) -> bool {
+        !matches!(self, Encrypted::Doq)
+    }
+
+    /// Whether the listener takes a UDP port at its address.
+    pub fn uses_udp(&self) -> bool {
+        matches!(self, Encrypted::Doq | Encrypted::Doh { http3: true, .. })
+    }
+}
+
+/// One `[[listener]]` with `transport = "tls"`, `"https"` or `"quic"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsListener {
     pub address: SocketAddr,

@@ -17,11 +17,12 @@ use crate::stats::{
 };
 use crate::via::Via;
 
-const TRANSPORTS: [(Via, &str); 4] = [
+const TRANSPORTS: [(Via, &str); 5] = [
     (Via::Udp, "udp"),
     (Via::Tcp, "tcp"),
     (Via::Tls, "tls"),
     (Via::Https, "https"),
+    (Via::Quic, "quic"),
 ];
 const NANOS_PER_SECOND: f64 = 1e9;
 
@@ -37,6 +38,8 @@ pub struct Sources<'a> {
     pub tls: Option<&'a TcpStats>,
     /// `None` when no DNS over HTTPS listener is configured.
     pub https: Option<&'a TcpStats>,
+    /// `None` when no DNS over QUIC listener is configured.
+    pub quic: Option<&'a TcpStats>,
     pub events: Vec<EventCount>,
     /// `None` when rate limiting is off.
     pub rrl: Option<RrlStats>,
@@ -211,7 +214,7 @@ pub fn registry_families(s: &Snapshot) -> Vec<Family> {
         })
         .collect();
     let sum = |f: &dyn Fn(&Totals) -> u64| {
-        [&s.udp, &s.tcp, &s.tls, &s.https]
+        [&s.udp, &s.tcp, &s.tls, &s.https, &s.quic]
             .iter()
             .fold(0u64, |total, t| total.wrapping_add(f(t)))
     };
@@ -314,19 +317,39 @@ const TLS_FAMILIES: ConnectionFamilies = ConnectionFamilies {
 const HTTPS_FAMILIES: ConnectionFamilies = ConnectionFamilies {
     accepted: (
         "bulwark_https_connections_accepted_total",
-        "DNS over HTTPS connections accepted (including those closed at once for a connection limit).",
+        "DNS over HTTPS connections accepted, HTTP/3 included (including those closed at once for a connection limit).",
     ),
     open: (
         "bulwark_https_connections_open",
-        "DNS over HTTPS connections open now (handshakes included).",
+        "DNS over HTTPS connections open now, HTTP/3 included (handshakes included).",
     ),
     closed: (
         "bulwark_https_connections_closed_total",
-        "DNS over HTTPS connections closed, by reason.",
+        "DNS over HTTPS connections closed, by reason (protocol_error: HTTP/3 only).",
     ),
     queries: (
         "bulwark_https_queries_total",
         "DNS queries read from DNS over HTTPS requests.",
+    ),
+    handshakes: true,
+};
+
+const QUIC_FAMILIES: ConnectionFamilies = ConnectionFamilies {
+    accepted: (
+        "bulwark_quic_connections_accepted_total",
+        "DNS over QUIC connections accepted (including those refused at once for a connection limit).",
+    ),
+    open: (
+        "bulwark_quic_connections_open",
+        "DNS over QUIC connections open now (handshakes included).",
+    ),
+    closed: (
+        "bulwark_quic_connections_closed_total",
+        "DNS over QUIC connections closed, by reason (protocol_error: the client broke RFC 9250's framing).",
+    ),
+    queries: (
+        "bulwark_quic_queries_total",
+        "Queries read from DNS over QUIC streams.",
     ),
     handshakes: true,
 };
@@ -351,6 +374,7 @@ fn connection_families(c: &TcpStats, names: &ConnectionFamilies) -> Vec<Family> 
     if names.handshakes {
         closes.push(("handshake_timeout", load(&c.handshake_timeout)));
         closes.push(("handshake_failed", load(&c.handshake_failed)));
+        closes.push(("protocol_error", load(&c.protocol_error)));
     }
     let closed = closes.iter().fold(0u64, |a, (_, n)| a.wrapping_add(*n));
     vec![
@@ -397,6 +421,9 @@ fn server_families(sources: &Sources<'_>) -> Vec<Family> {
     }
     if let Some(https) = sources.https {
         out.extend(connection_families(https, &HTTPS_FAMILIES));
+    }
+    if let Some(quic) = sources.quic {
+        out.extend(connection_families(quic, &QUIC_FAMILIES));
     }
     let events = &sources.events;
     out.push(counter(

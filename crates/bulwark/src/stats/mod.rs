@@ -227,6 +227,7 @@ pub struct Snapshot {
     pub tcp: Totals,
     pub tls: Totals,
     pub https: Totals,
+    pub quic: Totals,
 }
 
 impl Snapshot {
@@ -236,6 +237,7 @@ impl Snapshot {
             Via::Tcp => &self.tcp,
             Via::Tls => &self.tls,
             Via::Https => &self.https,
+            Via::Quic => &self.quic,
         }
     }
 
@@ -245,6 +247,7 @@ impl Snapshot {
             Via::Tcp => &mut self.tcp,
             Via::Tls => &mut self.tls,
             Via::Https => &mut self.https,
+            Via::Quic => &mut self.quic,
         }
     }
 }

@@ -26,6 +26,7 @@ mod interop_clients;
 mod interop_cookies;
 mod interop_dnstap;
 mod interop_encrypted;
+mod interop_quic;
 mod interop_validation;
 mod ops_control;
 mod ops_metrics;

@@ -333,6 +333,10 @@ pub struct Bound {
     pub dot: Vec<SocketAddr>,
     /// DNS over HTTPS listeners.
     pub doh: Vec<SocketAddr>,
+    /// DNS over QUIC listeners.
+    pub doq: Vec<SocketAddr>,
+    /// DNS over HTTPS on HTTP/3 listeners.
+    pub doh3: Vec<SocketAddr>,
     pub prometheus: Option<SocketAddr>,
     pub control: Option<PathBuf>,
 }
@@ -352,6 +356,8 @@ impl Bound {
                 "dns" => bound.dns.push(value.parse().ok()?),
                 "dot" => bound.dot.push(value.parse().ok()?),
                 "doh" => bound.doh.push(value.parse().ok()?),
+                "doq" => bound.doq.push(value.parse().ok()?),
+                "doh3" => bound.doh3.push(value.parse().ok()?),
                 "prometheus" => bound.prometheus = Some(value.parse().ok()?),
                 "control" => bound.control = Some(PathBuf::from(value)),
                 _ => {}
