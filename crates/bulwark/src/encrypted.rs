@@ -339,6 +339,15 @@ pub fn serve(
         spawn("DNS over HTTP/3", Box::pin(served));
     }
     if !doq.is_empty() {
+        // RFC 9250 §5.5.2: edns-tcp-keepalive is TCP's and TLS's; DoQ
+        // messages never carry it (QUIC has its own idle timeout).
+        let shared = Shared {
+            config: Arc::new(bulwark_auth::AnswerConfig {
+                tcp_keepalive: None,
+                ..(*shared.config).clone()
+            }),
+            ..shared
+        };
         let make = move || ServerHandler::new(&shared, Via::Quic);
         let served = bulwark_net::serve_quic(doq, config, make, doq_stats, shutdown.clone());
         spawn("DNS over QUIC", Box::pin(served));

@@ -357,7 +357,12 @@ async fn accept_loop<F, H>(
             permit.forget();
         }
         bump(&stats.accepted);
+        // Half the connections or more in use: this one gets fewer HTTP/2
+        // streams, so many connections each hold little.
+        let free = limits.slots.available_permits();
+        let pressed = free.saturating_mul(2) <= limits.config.max_connections;
         let connection = Connection {
+            pressed,
             security: security.clone(),
             limits: Arc::clone(&limits),
             stats: Arc::clone(&stats),
@@ -418,6 +423,18 @@ async fn serve_accepted<H: QueryHandler + Send + 'static>(
             Err(end) => return end,
         };
         let (peer, local) = (who.addr, who.local);
+        let pressed;
+        let doh = if connection.pressed {
+            pressed = DohConfig {
+                max_concurrent_streams: doh
+                    .max_concurrent_streams
+                    .min(crate::quic::PRESSED_MAX_STREAMS),
+                ..DohConfig::clone(doh)
+            };
+            &pressed
+        } else {
+            &**doh
+        };
         return crate::https::serve_http(
             stream,
             peer,
@@ -485,6 +502,8 @@ const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
 
 /// Holds a connection's places in the caps; dropping it gives them back.
 struct Connection {
+    /// Accepted when half the connections or more were in use.
+    pressed: bool,
     security: Security,
     limits: Arc<Limits>,
     stats: Arc<TcpStats>,
@@ -499,22 +518,20 @@ impl Connection {
 
 /// Counts a connection's close under its reason.
 pub(crate) fn count_end(stats: &TcpStats, end: &ConnectionEnd) {
-    {
-        bump(match end {
-            ConnectionEnd::PeerClosed => &stats.peer_closed,
-            ConnectionEnd::Idle => &stats.idle,
-            ConnectionEnd::MessageTimeout => &stats.message_timeout,
-            ConnectionEnd::QueryLimit => &stats.query_limit,
-            ConnectionEnd::BadLength(_) => &stats.bad_length,
-            ConnectionEnd::WriteTimeout => &stats.write_timeout,
-            ConnectionEnd::Io(_) => &stats.io_error,
-            ConnectionEnd::Shutdown => &stats.shutdown,
-            ConnectionEnd::Evicted => &stats.evicted,
-            ConnectionEnd::HandshakeTimeout => &stats.handshake_timeout,
-            ConnectionEnd::Handshake(_) => &stats.handshake_failed,
-            ConnectionEnd::Protocol => &stats.protocol_error,
-        });
-    }
+    bump(match end {
+        ConnectionEnd::PeerClosed => &stats.peer_closed,
+        ConnectionEnd::Idle => &stats.idle,
+        ConnectionEnd::MessageTimeout => &stats.message_timeout,
+        ConnectionEnd::QueryLimit => &stats.query_limit,
+        ConnectionEnd::BadLength(_) => &stats.bad_length,
+        ConnectionEnd::WriteTimeout => &stats.write_timeout,
+        ConnectionEnd::Io(_) => &stats.io_error,
+        ConnectionEnd::Shutdown => &stats.shutdown,
+        ConnectionEnd::Evicted => &stats.evicted,
+        ConnectionEnd::HandshakeTimeout => &stats.handshake_timeout,
+        ConnectionEnd::Handshake(_) => &stats.handshake_failed,
+        ConnectionEnd::Protocol => &stats.protocol_error,
+    });
 }
 
 impl Drop for Connection {

@@ -213,3 +213,26 @@ pub(crate) fn server_config(
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     Ok(config)
 }
+
+/// Issues no stateless tickets: TLS 1.3 resumption then goes through the
+/// server's session cache, the only way rustls accepts 0-RTT data.
+#[derive(Debug)]
+pub(crate) struct StatefulOnly;
+
+impl rustls::server::ProducesTickets for StatefulOnly {
+    fn enabled(&self) -> bool {
+        false
+    }
+
+    fn lifetime(&self) -> u32 {
+        0
+    }
+
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+}

@@ -101,6 +101,9 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
                     // connection goes on.
                     Err(_) => {}
                 }
+                // Read again: the stream just done may have been the last
+                // the cap allows.
+                let capped = shared.cap != 0 && shared.answered.load(Ordering::Relaxed) >= shared.cap;
                 if capped && streams.is_empty() {
                     return ConnectionEnd::QueryLimit;
                 }
@@ -122,7 +125,7 @@ async fn serve_stream<H: QueryHandler + Send + 'static>(
     let read = tokio::time::timeout(shared.message_wait, recv.read_to_end(doq::MAX_STREAM)).await;
     let stream = match read {
         Ok(Ok(s)) => s,
-        Ok(Err(ReadToEndError::TooLong)) => return StreamEnd::Protocol,
+        Ok(Err(ReadToEndError::TooLong)) => return protocol_error(&mut send),
         // Reset by the client (a cancelled query), or the connection went.
         Ok(Err(ReadToEndError::Read(_))) => return StreamEnd::Done,
         Err(_) => {
@@ -133,7 +136,7 @@ async fn serve_stream<H: QueryHandler + Send + 'static>(
         }
     };
     let Ok(query) = doq::read_query(&stream) else {
-        return StreamEnd::Protocol;
+        return protocol_error(&mut send);
     };
     bump(&shared.stats.queries);
     shared.answered.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +176,13 @@ async fn serve_stream<H: QueryHandler + Send + 'static>(
         }
     }
     StreamEnd::Done
+}
+
+/// A stream that broke the framing gets no answer, not even an empty one
+/// (a dropped stream would be finished); the connection then closes.
+fn protocol_error(send: &mut SendStream) -> StreamEnd {
+    let _ = send.reset(code(DoqError::ProtocolError));
+    StreamEnd::Protocol
 }
 
 /// Writes the answer (`now`, or every message of a deferred `job`), each

@@ -43,6 +43,8 @@ const STREAM_WINDOW: u32 = 2 + 65_535;
 /// Octets a connection may have unacknowledged towards a client: a client
 /// that stops reading holds this much memory, no more.
 const SEND_WINDOW: u64 = 1 << 20;
+/// How much longer QUIC's idle timeout is than the connection's own.
+const IDLE_MARGIN: Duration = Duration::from_secs(2);
 /// How long a closing endpoint waits for its last packets to leave.
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
@@ -91,8 +93,15 @@ impl QuicServer {
             QuicService::Http3(_) => (ALPN_H3, false, 8u32),
         };
         let mut tls = crate::tls::server_config(certificate, &[alpn], TlsVersions::Tls13Only)?;
-        // QUIC takes 0-RTT whole or not at all: rustls' marker for "on".
-        tls.max_early_data_size = if zero_rtt { u32::MAX } else { 0 };
+        if zero_rtt {
+            // QUIC takes 0-RTT whole or not at all: rustls' marker for "on".
+            tls.max_early_data_size = u32::MAX;
+            // rustls accepts early data only on stateful resumption: the
+            // session stays in the server's cache, and a ticket is taken
+            // from it once, so a recorded 0-RTT flight resumes no second
+            // time on this server (RFC 8446 §8.1).
+            tls.ticketer = Arc::new(crate::tls::StatefulOnly);
+        }
         let crypto = QuicServerConfig::try_from(tls).map_err(|e| {
             TlsError::Config(rustls::Error::General(format!("QUIC needs TLS 1.3: {e}")))
         })?;
@@ -106,8 +115,12 @@ impl QuicServer {
             ))
             .send_window(SEND_WINDOW)
             // The idle timeout both sides agree on: a client that goes quiet
-            // without closing is forgotten after it, as over TLS.
-            .max_idle_timeout(quinn::IdleTimeout::try_from(limits.idle_timeout).ok());
+            // without closing is forgotten after it. A little longer than
+            // the connection's own, so a client hears the graceful close
+            // (DOQ_NO_ERROR) rather than silence.
+            .max_idle_timeout(
+                quinn::IdleTimeout::try_from(limits.idle_timeout.saturating_add(IDLE_MARGIN)).ok(),
+            );
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(Arc::new(transport));
         // Clients move between networks (RFC 9250 §5.5.2 expects it).
