@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
-# What each transport costs (issue 25, seed 004): UDP, TCP, DNS over TLS and
-# DNS over HTTPS (HTTP/2), answered from local data so the transport is what
-# is measured, by bulwark, Unbound, Knot Resolver and dnsdist in one run,
-# each pinned to one core (SERVER_CPU) with the load generator on another
-# (GEN_CPU). Long-lived connections: the generators open CONNS connections
-# (or UDP sockets) at the start and keep them. Prints, per transport, the
-# answered queries per second and the server's CPU per answered query, with
+# What each transport costs (issue 25, seed 004): UDP, TCP, DNS over TLS,
+# DNS over HTTPS (HTTP/2) and DNS over QUIC (bulwark alone: no packaged peer
+# serves it), answered from local data so the transport is what is
+# measured, by bulwark, Unbound, Knot Resolver and dnsdist in one run, each
+# pinned to one core (SERVER_CPU) with the load generator on another
+# (GEN_CPU). Prints, per transport and connection pattern, the answered
+# queries per second and the server's CPU per answered query, with
 # bulwark's ratio to the best peer.
 #
-# Generators: dnsperf (-m udp, tcp, dot; Debian's 2.10) and h2load for DoH
-# (nghttp2-client; dnsperf's DoH keeps one response buffer per connection and
-# loses answers that arrive together, DNS-OARC/dnsperf#240). h2load POSTs one
-# query (application/dns-message, RFC 8484 §4.1) over and over.
+# Connection patterns (seed 004's): `long`, CONNS connections (or UDP
+# sockets) opened at the start and kept; `30s` and `1s`, each connection
+# replaced after as many queries as it carries in 30 s or 1 s at that
+# server's own long-lived rate (the generators count queries per connection,
+# not seconds: dnsperf -O num-queries-per-conn); `1q`, one query per
+# connection, a handshake for every answer. UDP has only `long`.
+#
+# Generators: dnsperf (-m udp, tcp, dot; Debian's 2.10), h2load for
+# long-lived DoH (nghttp2-client; dnsperf's DoH keeps one response buffer per
+# connection and loses answers that arrive together, DNS-OARC/dnsperf#240)
+# POSTing one query (application/dns-message, RFC 8484 §4.1) over and over,
+# dnsperf -m doh with one query in flight per connection for DoH's other
+# patterns, and bench/doqperf (built here, quinn) for DoQ.
 #
 # Environment (all optional):
 #   DUR=10                seconds per run
 #   SERVERS="bulwark unbound kresd dnsdist"
-#   TRANSPORTS="udp tcp dot doh"
+#   TRANSPORTS="udp tcp dot doh doq"
+#   PATTERNS="long 30s 1s 1q"
 #   CONNS=16              client sockets / connections
 #   OUTSTANDING=400       dnsperf -q (queries in flight over all connections)
 #   STREAMS=32            h2load -m (streams in flight per connection)
@@ -29,7 +39,8 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
 DUR=${DUR:-10}
 SERVERS=${SERVERS:-"bulwark unbound kresd dnsdist"}
-TRANSPORTS=${TRANSPORTS:-"udp tcp dot doh"}
+TRANSPORTS=${TRANSPORTS:-"udp tcp dot doh doq"}
+PATTERNS=${PATTERNS:-"long 30s 1s 1q"}
 CONNS=${CONNS:-16}
 OUTSTANDING=${OUTSTANDING:-400}
 STREAMS=${STREAMS:-32}
@@ -47,8 +58,10 @@ NAMES=200
 for tool in dnsperf h2load kdig unbound kresd dnsdist openssl; do
     command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install dnsperf nghttp2-client knot-dnsutils unbound knot-resolver dnsdist)" >&2; exit 1; }
 done
+DOQPERF=$CARGO_TARGET_DIR/doqperf/release/doqperf
 if [ "${NO_BUILD:-0}" != 1 ]; then
     (cd "$ROOT" && cargo build --release -p bulwark >/dev/null)
+    (cd "$BENCH/doqperf" && CARGO_TARGET_DIR=$CARGO_TARGET_DIR/doqperf cargo build --release >/dev/null)
 fi
 
 WORK=$(mktemp -d /tmp/bench-transports.XXXXXX)
@@ -103,6 +116,11 @@ key = "$WORK/key.pem"
 [[listener]]
 address = "127.0.0.1:$HTTPS_PORT"
 transport = "https"
+certificate = "$WORK/cert.pem"
+key = "$WORK/key.pem"
+[[listener]]
+address = "127.0.0.1:$TLS_PORT"
+transport = "quic"
 certificate = "$WORK/cert.pem"
 key = "$WORK/key.pem"
 [[zone]]
@@ -186,21 +204,42 @@ wait_answering() {
     exit 1
 }
 
-# measure SERVER TRANSPORT: one run; appends a row to summary.tsv.
+# Queries per connection for PATTERN: 0 (kept) for `long`, 1 for `1q`, and
+# for `1s` and `30s` what one connection carried in that time in the
+# server's long-lived run of the same transport.
+per_connection() {
+    local s=$1 t=$2 p=$3 qps
+    case $p in
+    long) echo 0 ;;
+    1q) echo 1 ;;
+    *)
+        qps=$(awk -F'\t' -v s="$s" -v t="$t" '$1 == s && $2 == t { print $4 }' "$OUT/summary.tsv")
+        /usr/bin/python3 -c "import sys; print(max(1, round(float(sys.argv[1] or 0) * int(sys.argv[2].rstrip('s')) / int(sys.argv[3]))))" \
+            "${qps:-0}" "$p" "$CONNS"
+        ;;
+    esac
+}
+
+# measure SERVER TRANSPORT PATTERN: one run; appends a row to summary.tsv
+# (the transport column is `T` for long-lived connections, `T/PATTERN` else).
 measure() {
-    local s=$1 t=$2 raw=$OUT/raw/$1-$2.txt before after answered
+    local s=$1 t=$2 p=$3 raw before after answered n label=$2
+    [ "$p" = long ] || label=$t/$p
+    raw=$OUT/raw/$s-${label/\//-}.txt
+    n=$(per_connection "$s" "$t" "$p")
     local pids
     pids=$(server_pids "$SERVER_PID")
     before=$(ticks $pids)
-    case $t in
-    udp | tcp | dot)
-        local port=$PORT
+    case $t/$p in
+    udp/* | tcp/* | dot/*)
+        local port=$PORT per=()
         [ "$t" = dot ] && port=$TLS_PORT
+        [ "$n" -gt 0 ] && per=(-O "num-queries-per-conn=$n")
         taskset -c "$GEN_CPU" dnsperf -m "$t" -s 127.0.0.1 -p "$port" -d "$WORK/queries" \
-            -c "$CONNS" -q "$OUTSTANDING" -l "$DUR" -t 5 >"$raw" 2>&1 || true
+            -c "$CONNS" -q "$OUTSTANDING" -l "$DUR" -t 5 "${per[@]}" >"$raw" 2>&1 || true
         answered=$(sed -n 's/^ *Queries completed: *\([0-9]*\).*/\1/p' "$raw")
         ;;
-    doh)
+    doh/long)
         taskset -c "$GEN_CPU" h2load -c "$CONNS" -m "$STREAMS" -D "$DUR" \
             -d "$WORK/doh-query" -H 'content-type: application/dns-message' \
             -H 'accept: application/dns-message' \
@@ -208,9 +247,22 @@ measure() {
         # "requests: N total, N started, N done, N succeeded, ..."
         answered=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$raw")
         ;;
+    doh/*)
+        # One query in flight per connection: dnsperf's DoH reads one
+        # answer at a time correctly (DNS-OARC/dnsperf#240).
+        taskset -c "$GEN_CPU" dnsperf -m doh -s 127.0.0.1 -p "$HTTPS_PORT" -d "$WORK/queries" \
+            -c "$CONNS" -q "$CONNS" -l "$DUR" -t 5 -O doh-method=POST \
+            -O "doh-uri=https://localhost/dns-query" -O "num-queries-per-conn=$n" >"$raw" 2>&1 || true
+        answered=$(sed -n 's/^ *Queries completed: *\([0-9]*\).*/\1/p' "$raw")
+        ;;
+    doq/*)
+        taskset -c "$GEN_CPU" "$DOQPERF" "127.0.0.1:$TLS_PORT" "$DUR" "$CONNS" \
+            "$(( (OUTSTANDING + CONNS - 1) / CONNS ))" "$n" "$WORK/queries" >"$raw" 2>&1 || true
+        answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' "$raw")
+        ;;
     esac
     after=$(ticks $pids)
-    /usr/bin/python3 - "$s" "$t" "$before" "$after" "${answered:-0}" "$DUR" "$CLK_TCK" \
+    /usr/bin/python3 - "$s" "$label" "$before" "$after" "${answered:-0}" "$DUR" "$CLK_TCK" \
         >>"$OUT/summary.tsv" <<'PY'
 import sys
 s, t, before, after, answered, dur, hz = sys.argv[1:]
@@ -228,8 +280,13 @@ for s in $SERVERS; do
     wait_answering
     pin_server "$SERVER_PID"
     for t in $TRANSPORTS; do
-        measure "$s" "$t"
-        tail -1 "$OUT/summary.tsv" >&2
+        # DoQ: no packaged peer serves it.
+        [ "$t" = doq ] && [ "$s" != bulwark ] && continue
+        for p in $PATTERNS; do
+            [ "$t" = udp ] && [ "$p" != long ] && continue
+            measure "$s" "$t" "$p"
+            tail -1 "$OUT/summary.tsv" >&2
+        done
     done
     stop_server "$SERVER_PID"
     SERVER_PID=
@@ -247,8 +304,10 @@ transports = []
 for r in rows:
     if r["transport"] not in transports:
         transports.append(r["transport"])
-print("| transport | server | qps | CPU µs/query | bulwark/best peer qps | bulwark/best peer CPU |")
-print("| --- | --- | --: | --: | --: | --: |")
+own_udp = next((float(r["qps"]) for r in rows
+                if r["server"] == "bulwark" and r["transport"] == "udp"), 0.0)
+print("| transport | server | qps | CPU µs/query | bulwark/best peer qps | bulwark/best peer CPU | bulwark/own UDP qps |")
+print("| --- | --- | --: | --: | --: | --: | --: |")
 for t in transports:
     here = [r for r in rows if r["transport"] == t]
     mine = next((r for r in here if r["server"] == "bulwark"), None)
@@ -262,5 +321,8 @@ for t in transports:
             ratio_q = f"{float(mine['qps']) / float(best_qps['qps']):.2f} ({best_qps['server']})"
         if r is mine and best_cpu and float(mine["cpu_us_per_query"]) > 0:
             ratio_c = f"{float(mine['cpu_us_per_query']) / float(best_cpu['cpu_us_per_query']):.2f} ({best_cpu['server']})"
-        print(f"| {t} | {r['server']} | {float(r['qps']):.0f} | {float(r['cpu_us_per_query']):.2f} | {ratio_q} | {ratio_c} |")
+        ratio_u = ""
+        if r is mine and own_udp > 0:
+            ratio_u = f"{float(mine['qps']) / own_udp:.2f}"
+        print(f"| {t} | {r['server']} | {float(r['qps']):.0f} | {float(r['cpu_us_per_query']):.2f} | {ratio_q} | {ratio_c} | {ratio_u} |")
 PY

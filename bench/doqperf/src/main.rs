@@ -1,0 +1,180 @@
+//! doqperf: DNS over QUIC load (RFC 9250) for bench/transports.sh.
+//!
+//! usage: doqperf ADDR:PORT SECONDS CONNECTIONS STREAMS QUERIES_PER_CONNECTION QUERYFILE
+//!
+//! Opens CONNECTIONS connections (no certificate check: the bench's own
+//! self-signed one), keeps STREAMS queries in flight on each, each query on
+//! a new stream as DoQ asks, and replaces a connection after
+//! QUERIES_PER_CONNECTION answers (0: never), for SECONDS. QUERYFILE holds
+//! `NAME TYPE` lines (A and AAAA), cycled. Prints `sent N`, `answered N`,
+//! `connections N`, `failed N`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A framed DoQ query (ID 0) for `name` and `qtype`.
+fn query(name: &str, qtype: u16) -> Vec<u8> {
+    let mut m = vec![0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in name.trim_end_matches('.').split('.') {
+        m.push(label.len() as u8);
+        m.extend_from_slice(label.as_bytes());
+    }
+    m.push(0);
+    m.extend_from_slice(&qtype.to_be_bytes());
+    m.extend_from_slice(&1u16.to_be_bytes());
+    let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&m);
+    framed
+}
+
+#[derive(Default)]
+struct Counts {
+    sent: AtomicU64,
+    answered: AtomicU64,
+    connections: AtomicU64,
+    failed: AtomicU64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 7 {
+        eprintln!("usage: doqperf ADDR:PORT SECONDS CONNECTIONS STREAMS QUERIES_PER_CONNECTION QUERYFILE");
+        std::process::exit(2);
+    }
+    let server: SocketAddr = args[1].parse().expect("ADDR:PORT");
+    let seconds: u64 = args[2].parse().expect("SECONDS");
+    let connections: usize = args[3].parse().expect("CONNECTIONS");
+    let streams: usize = args[4].parse().expect("STREAMS");
+    let per_connection: u64 = args[5].parse().expect("QUERIES_PER_CONNECTION");
+    let queries: Arc<Vec<Vec<u8>>> = Arc::new(
+        std::fs::read_to_string(&args[6])
+            .expect("QUERYFILE")
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let name = w.next()?;
+                let qtype = if w.next() == Some("AAAA") { 28 } else { 1 };
+                Some(query(name, qtype))
+            })
+            .collect(),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let counts = Arc::new(Counts::default());
+    runtime.block_on(async {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("TLS 1.3")
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"doq".to_vec()];
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
+        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let end = Instant::now() + Duration::from_secs(seconds);
+        let mut tasks = Vec::new();
+        for c in 0..connections {
+            let (endpoint, queries, counts) = (endpoint.clone(), Arc::clone(&queries), Arc::clone(&counts));
+            tasks.push(tokio::spawn(async move {
+                let mut next = c;
+                while Instant::now() < end {
+                    let Ok(connecting) = endpoint.connect(server, "localhost") else { break };
+                    let Ok(conn) = connecting.await else {
+                        counts.failed.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    counts.connections.fetch_add(1, Ordering::Relaxed);
+                    let budget = Arc::new(AtomicU64::new(if per_connection == 0 { u64::MAX } else { per_connection }));
+                    let mut workers = Vec::new();
+                    for s in 0..streams {
+                        let (conn, queries, counts, budget) =
+                            (conn.clone(), Arc::clone(&queries), Arc::clone(&counts), Arc::clone(&budget));
+                        let start = next + s * 7;
+                        workers.push(tokio::spawn(async move {
+                            let mut i = start;
+                            while Instant::now() < end {
+                                if budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_err() {
+                                    return;
+                                }
+                                let Ok((mut send, mut recv)) = conn.open_bi().await else { return };
+                                counts.sent.fetch_add(1, Ordering::Relaxed);
+                                let q = &queries[i % queries.len()];
+                                i += 1;
+                                if send.write_all(q).await.is_err() || send.finish().is_err() {
+                                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                                    return;
+                                }
+                                match recv.read_to_end(65537).await {
+                                    Ok(a) if a.len() > 14 => {
+                                        counts.answered.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    _ => {
+                                        counts.failed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                }
+                            }
+                        }));
+                    }
+                    for w in workers {
+                        let _ = w.await;
+                    }
+                    next += streams;
+                    conn.close(0u32.into(), b"");
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        endpoint.close(0u32.into(), b"");
+    });
+    println!("sent {}", counts.sent.load(Ordering::Relaxed));
+    println!("answered {}", counts.answered.load(Ordering::Relaxed));
+    println!("connections {}", counts.connections.load(Ordering::Relaxed));
+    println!("failed {}", counts.failed.load(Ordering::Relaxed));
+}
