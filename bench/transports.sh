@@ -15,12 +15,14 @@
 # not seconds: dnsperf -O num-queries-per-conn); `1q`, one query per
 # connection, a handshake for every answer. UDP has only `long`.
 #
-# Generators: dnsperf (-m udp, tcp, dot; Debian's 2.10), h2load for
-# long-lived DoH (nghttp2-client; dnsperf's DoH keeps one response buffer per
-# connection and loses answers that arrive together, DNS-OARC/dnsperf#240)
-# POSTing one query (application/dns-message, RFC 8484 §4.1) over and over,
-# dnsperf -m doh with one query in flight per connection for DoH's other
-# patterns, and bench/doqperf (built here, quinn) for DoQ.
+# Generators: dnsperf (-m udp, tcp, dot; Debian's 2.10); h2load for DoH
+# (nghttp2-client; dnsperf's DoH keeps one response buffer per connection and
+# loses answers that arrive together, DNS-OARC/dnsperf#240, and reconnects
+# too slowly to load a server) POSTing one query (application/dns-message,
+# RFC 8484 §4.1) over and over, run again and again with QUERIES_PER_CONN x
+# CONNS requests for the short patterns; and bench/connperf (built here,
+# tokio, rustls and quinn) for DoQ and for TCP and DoT with one query per
+# connection, where dnsperf's reconnects, not the server, set the pace.
 #
 # Environment (all optional):
 #   DUR=10                seconds per run
@@ -58,10 +60,10 @@ NAMES=200
 for tool in dnsperf h2load kdig unbound kresd dnsdist openssl; do
     command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install dnsperf nghttp2-client knot-dnsutils unbound knot-resolver dnsdist)" >&2; exit 1; }
 done
-DOQPERF=$CARGO_TARGET_DIR/doqperf/release/doqperf
+CONNPERF=$CARGO_TARGET_DIR/connperf/release/connperf
 if [ "${NO_BUILD:-0}" != 1 ]; then
     (cd "$ROOT" && cargo build --release -p bulwark >/dev/null)
-    (cd "$BENCH/doqperf" && CARGO_TARGET_DIR=$CARGO_TARGET_DIR/doqperf cargo build --release >/dev/null)
+    (cd "$BENCH/connperf" && CARGO_TARGET_DIR=$CARGO_TARGET_DIR/connperf cargo build --release >/dev/null)
 fi
 
 WORK=$(mktemp -d /tmp/bench-transports.XXXXXX)
@@ -230,7 +232,16 @@ measure() {
     local pids
     pids=$(server_pids "$SERVER_PID")
     before=$(ticks $pids)
+    local started ended
+    started=$(date +%s.%N)
     case $t/$p in
+    tcp/1q | dot/1q | doq/*)
+        local port=$TLS_PORT
+        [ "$t" = tcp ] && port=$PORT
+        taskset -c "$GEN_CPU" "$CONNPERF" "$t" "127.0.0.1:$port" "$DUR" "$CONNS" \
+            "$(( (OUTSTANDING + CONNS - 1) / CONNS ))" "$n" "$WORK/queries" >"$raw" 2>&1 || true
+        answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' "$raw")
+        ;;
     udp/* | tcp/* | dot/*)
         local port=$PORT per=()
         [ "$t" = dot ] && port=$TLS_PORT
@@ -239,30 +250,40 @@ measure() {
             -c "$CONNS" -q "$OUTSTANDING" -l "$DUR" -t 5 "${per[@]}" >"$raw" 2>&1 || true
         answered=$(sed -n 's/^ *Queries completed: *\([0-9]*\).*/\1/p' "$raw")
         ;;
-    doh/long)
-        taskset -c "$GEN_CPU" h2load -c "$CONNS" -m "$STREAMS" -D "$DUR" \
-            -d "$WORK/doh-query" -H 'content-type: application/dns-message' \
-            -H 'accept: application/dns-message' \
-            "https://127.0.0.1:$HTTPS_PORT/dns-query" >"$raw" 2>&1 || true
-        # "requests: N total, N started, N done, N succeeded, ..."
-        answered=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$raw")
-        ;;
     doh/*)
-        # One query in flight per connection: dnsperf's DoH reads one
-        # answer at a time correctly (DNS-OARC/dnsperf#240).
-        taskset -c "$GEN_CPU" dnsperf -m doh -s 127.0.0.1 -p "$HTTPS_PORT" -d "$WORK/queries" \
-            -c "$CONNS" -q "$CONNS" -l "$DUR" -t 5 -O doh-method=POST \
-            -O "doh-uri=https://localhost/dns-query" -O "num-queries-per-conn=$n" >"$raw" 2>&1 || true
-        answered=$(sed -n 's/^ *Queries completed: *\([0-9]*\).*/\1/p' "$raw")
-        ;;
-    doq/*)
-        taskset -c "$GEN_CPU" "$DOQPERF" "127.0.0.1:$TLS_PORT" "$DUR" "$CONNS" \
-            "$(( (OUTSTANDING + CONNS - 1) / CONNS ))" "$n" "$WORK/queries" >"$raw" 2>&1 || true
-        answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' "$raw")
+        # Long-lived: one h2load run. Short: h2load runs of n requests per
+        # connection, one after another until DUR has passed.
+        local until=$(($(date +%s) + DUR)) streams=$STREAMS
+        answered=0
+        : >"$raw"
+        while :; do
+            local args=(-c "$CONNS" -m "$streams")
+            if [ "$n" -gt 0 ]; then
+                [ "$n" -lt "$streams" ] && streams=$n
+                # One query per connection: more connections per h2load run,
+                # so starting h2load does not set the pace.
+                local clients=$CONNS
+                [ "$n" -eq 1 ] && clients=$((CONNS * 4))
+                args=(-c "$clients" -m "$streams" -n $((clients * n)))
+            else
+                args+=(-D "$DUR")
+            fi
+            taskset -c "$GEN_CPU" h2load "${args[@]}" \
+                -d "$WORK/doh-query" -H 'content-type: application/dns-message' \
+                -H 'accept: application/dns-message' \
+                "https://127.0.0.1:$HTTPS_PORT/dns-query" >>"$raw" 2>&1 || true
+            [ "$n" -eq 0 ] || [ "$(date +%s)" -ge "$until" ] && break
+        done
+        # "requests: N total, N started, N done, N succeeded, ..."
+        answered=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$raw" | awk '{ s += $1 } END { print s + 0 }')
         ;;
     esac
     after=$(ticks $pids)
-    /usr/bin/python3 - "$s" "$label" "$before" "$after" "${answered:-0}" "$DUR" "$CLK_TCK" \
+    ended=$(date +%s.%N)
+    # qps over the run's own length: a short-pattern DoH run ends with its
+    # last h2load, which may outlast DUR.
+    /usr/bin/python3 - "$s" "$label" "$before" "$after" "${answered:-0}" \
+        "$(/usr/bin/python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$started" "$ended")" "$CLK_TCK" \
         >>"$OUT/summary.tsv" <<'PY'
 import sys
 s, t, before, after, answered, dur, hz = sys.argv[1:]

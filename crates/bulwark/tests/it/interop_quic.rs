@@ -8,8 +8,9 @@
 //! here wrote: dnspython with aioquic (from PyPI: Debian has no aioquic;
 //! scripts/test.sh installs both into target/pyquic) verifies bulwark's
 //! certificate and reads its answers, padded when its queries are; HTTP/2
-//! clients are told of HTTP/3 by `Alt-Svc`; the metrics count DoQ apart, and
-//! dnstap marks its messages DOQ.
+//! clients are told of HTTP/3 by `Alt-Svc`; a zone transfer over DoQ (XoQ)
+//! carries the records kdig transfers over TCP; the metrics count DoQ apart,
+//! and dnstap marks its messages DOQ.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ const ORIGIN: &str = "diff.test.";
 
 struct QuicServer {
     process: ChildGuard,
+    dns: SocketAddr,
     doq: SocketAddr,
     doh: SocketAddr,
     doh3: SocketAddr,
@@ -49,7 +51,8 @@ fn start() -> QuicServer {
              [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"https\"\nhttp3 = true\n\
              certificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
              [dnstap]\ndestination = \"file:{}\"\nmessages = [\"auth_query\", \"auth_response\"]\n\n\
-             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+             [acl.loopback]\nallow = [\"127.0.0.0/8\"]\n\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow_transfer = [\"loopback\"]\n",
             tap.display(),
             zone.display()
         ),
@@ -59,6 +62,7 @@ fn start() -> QuicServer {
     let (process, bound) = support::start_bulwark(&args, &[], dir.path(), "bulwark");
     QuicServer {
         process,
+        dns: bound.dns[0],
         doq: bound.doq[0],
         doh: bound.doh[0],
         doh3: bound.doh3[0],
@@ -222,5 +226,47 @@ fn http2_answers_advertise_http3_on_the_same_port() {
     assert!(
         head.contains(&format!("alt-svc: h3=\":{}\"; ma=86400", s.doh3.port())),
         "{head}"
+    );
+}
+
+#[test]
+fn a_zone_transfer_over_doq_carries_what_one_over_tcp_does() {
+    let (Some(python), Some(kdig)) = (
+        support::require_python_module("aioquic"),
+        support::require_tool("kdig"),
+    ) else {
+        return;
+    };
+    let s = start();
+    // The reference: kdig's AXFR over plain TCP, "(M messages, R records)".
+    let tcp = support::run_tool(
+        &kdig,
+        &[
+            format!("@{}", s.dns.ip()),
+            "-p".to_string(),
+            s.dns.port().to_string(),
+            "+time=5".to_string(),
+            ORIGIN.to_string(),
+            "AXFR".to_string(),
+        ],
+    );
+    let records: usize = tcp
+        .lines()
+        .find_map(|l| l.strip_prefix(";; Received "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no transfer summary in:\n{tcp}"))
+        .parse()
+        .unwrap();
+    assert!(records > 10, "{tcp}");
+    let lines = ask(&python, "xoq", s.doq, &s.cert, &[ORIGIN]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let words: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(words[0], "messages");
+    assert!(words[1].parse::<usize>().unwrap() >= 1, "{lines:?}");
+    assert_eq!(
+        words[3].parse::<usize>().unwrap(),
+        records,
+        "{lines:?}\n{tcp}"
     );
 }

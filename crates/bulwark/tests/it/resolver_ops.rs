@@ -49,6 +49,8 @@ struct Resolver {
     dot: Option<SocketAddr>,
     /// A DNS over HTTPS listener, likewise.
     doh: Option<SocketAddr>,
+    /// A DNS over QUIC listener, likewise.
+    doq: Option<SocketAddr>,
 }
 
 /// bulwark forwarding `upstream.test.` to `upstream` (and using it as its
@@ -84,6 +86,7 @@ fn resolver(dir: &Path, upstream: SocketAddr, extra: &str, args: &[&str]) -> Res
         prometheus: bound.prometheus,
         dot: bound.dot.first().copied(),
         doh: bound.doh.first().copied(),
+        doq: bound.doq.first().copied(),
     }
 }
 
@@ -433,14 +436,15 @@ fn dnstap_logs_client_and_resolver_messages_that_dnstap_ldns_reads() {
 }
 
 #[test]
-fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_marks() {
+fn clients_over_tls_https_and_quic_are_resolved_for_with_padded_answers_that_dnstap_marks() {
     let dir = support::temp_dir("bulwark-resolver-dot-");
     let Some(knot) = upstream(dir.path()) else {
         return;
     };
-    let (Some(kdig), Some(ldns)) = (
+    let (Some(kdig), Some(ldns), Some(python)) = (
         support::require_tool("kdig"),
         support::require_tool("dnstap-ldns"),
+        support::require_python_module("aioquic"),
     ) else {
         return;
     };
@@ -452,6 +456,7 @@ fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_m
     let extra = format!(
         "\n[[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"tls\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
          [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"https\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
+         [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"quic\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
          [dnstap]\ndestination = \"file:{}\"\nmessages = [\"client_query\", \"client_response\"]\n",
         tap.display()
     );
@@ -495,6 +500,27 @@ fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_m
             .unwrap();
         assert_eq!(size % 468, 0, "{text}");
     }
+    // DNS over QUIC (dnspython with aioquic), one connection: `ns` resolved,
+    // then from the cache, padded both times.
+    let doq = r.doq.expect("a doq line in the ready file");
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/quic_client.py"))
+        .args(["doq", &doq.ip().to_string(), &doq.port().to_string()])
+        .arg(&cert)
+        .args(["ns.upstream.test.:A:pad", "ns.upstream.test.:A:pad"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().map(str::trim_end).collect::<Vec<_>>(),
+        ["NOERROR 0 padded 127.0.0.1", "NOERROR 0 padded 127.0.0.1"],
+        "{text}"
+    );
     r.process.signal("TERM");
     r.process
         .wait_exit(TIMEOUT)
@@ -504,7 +530,7 @@ fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_m
         .lines()
         .filter(|l| l.contains(" CQ ") || l.contains(" CR "))
         .collect();
-    assert_eq!(client_lines.len(), 8, "{text}");
+    assert_eq!(client_lines.len(), 12, "{text}");
     // dnstap-ldns decodes every message, the responses padded to 468
     // octets; its schema predates DOT (it prints `?` for the protocol),
     // so bulwark's reader names it.
@@ -533,5 +559,10 @@ fn clients_over_tls_and_https_are_resolved_for_with_padded_answers_that_dnstap_m
         yaml.matches("socket_protocol: DOH").count(),
         4,
         "every client message over HTTPS is marked DOH:\n{yaml}"
+    );
+    assert_eq!(
+        yaml.matches("socket_protocol: DOQ").count(),
+        4,
+        "every client message over QUIC is marked DOQ:\n{yaml}"
     );
 }

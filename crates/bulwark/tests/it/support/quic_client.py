@@ -3,6 +3,11 @@ aioquic: clients no one at bulwark wrote. Prints one line per query:
 `<rcode> <message id> padded|unpadded <answer rdata, space-separated>`.
 
 usage: quic_client.py doq|h3|h3get ADDRESS PORT CA_FILE|insecure QNAME:QTYPE[:pad] ...
+       quic_client.py xoq ADDRESS PORT CA_FILE|insecure ZONE
+
+`xoq` asks for ZONE by AXFR over DoQ (RFC 9250 §4.2.2: every message of the
+transfer on the stream that asked) and prints `messages N records N`, the
+records counted from the first SOA to the closing one, both included.
 
 Every query of one run goes over one connection (dnspython's connection
 manager for DoQ, one HTTP/3 connection for DoH). `:pad` asks for RFC 7830
@@ -13,6 +18,8 @@ import sys
 
 import dns.edns
 import dns.message
+import dns.name
+import dns.rdatatype
 import dns.query
 import dns.quic
 import dns.rcode
@@ -36,12 +43,36 @@ def show(r):
     )
 
 
+def xoq(address, port, ca, zone):
+    with dns.quic.SyncQuicManager(verify_mode=ca, server_name="localhost") as manager:
+        connection = manager.connect(address, port)
+        q = dns.message.make_query(zone, "AXFR")
+        q.id = 0
+        messages = records = soas = 0
+        with connection.make_stream(5) as stream:
+            stream.send(q.to_wire(), True)
+            while soas < 2:
+                wire = stream.receive(5)
+                r = dns.message.from_wire(wire, xfr=True, origin=dns.name.from_text(zone))
+                if r.id != 0 or r.rcode() != dns.rcode.NOERROR:
+                    print("bad message", r.id, dns.rcode.to_text(r.rcode()), flush=True)
+                    sys.exit(1)
+                messages += 1
+                for rrset in r.answer:
+                    records += len(rrset)
+                    if rrset.rdtype == dns.rdatatype.SOA:
+                        soas += len(rrset)
+        print("messages", messages, "records", records, flush=True)
+
+
 def main():
     mode, address, port, ca = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     if ca == "insecure":
         ca = False
     specs = sys.argv[5:]
-    if mode == "doq":
+    if mode == "xoq":
+        xoq(address, port, ca, specs[0])
+    elif mode == "doq":
         with dns.quic.SyncQuicManager(verify_mode=ca, server_name="localhost") as manager:
             connection = manager.connect(address, port)
             for q in queries(specs):

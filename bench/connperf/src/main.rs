@@ -1,13 +1,14 @@
-//! doqperf: DNS over QUIC load (RFC 9250) for bench/transports.sh.
+//! connperf: DNS load over connections, for bench/transports.sh.
 //!
-//! usage: doqperf ADDR:PORT SECONDS CONNECTIONS STREAMS QUERIES_PER_CONNECTION QUERYFILE
+//! usage: connperf doq|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE
 //!
-//! Opens CONNECTIONS connections (no certificate check: the bench's own
-//! self-signed one), keeps STREAMS queries in flight on each, each query on
-//! a new stream as DoQ asks, and replaces a connection after
-//! QUERIES_PER_CONNECTION answers (0: never), for SECONDS. QUERYFILE holds
-//! `NAME TYPE` lines (A and AAAA), cycled. Prints `sent N`, `answered N`,
-//! `connections N`, `failed N`.
+//! Keeps CONNECTIONS connections busy for SECONDS, each with IN_FLIGHT
+//! queries outstanding, and replaces a connection after
+//! QUERIES_PER_CONNECTION answers (0: never): DNS over QUIC (RFC 9250, each
+//! query on a new stream), DNS over TCP (RFC 7766, pipelined), or DNS over
+//! TLS (RFC 7858, ALPN dot). No certificate check: the bench's own
+//! self-signed one. QUERYFILE holds `NAME TYPE` lines (A and AAAA), cycled.
+//! Prints `sent N`, `answered N`, `connections N`, `failed N`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,15 +78,16 @@ struct Counts {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 7 {
-        eprintln!("usage: doqperf ADDR:PORT SECONDS CONNECTIONS STREAMS QUERIES_PER_CONNECTION QUERYFILE");
+    let mut args: Vec<String> = std::env::args().collect();
+    if args.len() != 8 {
+        eprintln!("usage: connperf doq|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE");
         std::process::exit(2);
     }
+    let mode = args.remove(1);
     let server: SocketAddr = args[1].parse().expect("ADDR:PORT");
     let seconds: u64 = args[2].parse().expect("SECONDS");
     let connections: usize = args[3].parse().expect("CONNECTIONS");
-    let streams: usize = args[4].parse().expect("STREAMS");
+    let streams: usize = args[4].parse().expect("IN_FLIGHT");
     let per_connection: u64 = args[5].parse().expect("QUERIES_PER_CONNECTION");
     let queries: Arc<Vec<Vec<u8>>> = Arc::new(
         std::fs::read_to_string(&args[6])
@@ -104,19 +106,18 @@ fn main() {
         .build()
         .expect("runtime");
     let counts = Arc::new(Counts::default());
+    let end = Instant::now() + Duration::from_secs(seconds);
+    if mode != "doq" {
+        let tls = (mode == "dot").then(|| client_tls(b"dot"));
+        runtime.block_on(streams_load(server, tls, connections, streams, per_connection, end, queries, Arc::clone(&counts)));
+        report(&counts);
+        return;
+    }
     runtime.block_on(async {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .expect("TLS 1.3")
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"doq".to_vec()];
+        let tls = client_tls(b"doq");
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
         let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-        let end = Instant::now() + Duration::from_secs(seconds);
         let mut tasks = Vec::new();
         for c in 0..connections {
             let (endpoint, queries, counts) = (endpoint.clone(), Arc::clone(&queries), Arc::clone(&counts));
@@ -173,8 +174,115 @@ fn main() {
         }
         endpoint.close(0u32.into(), b"");
     });
+    report(&counts);
+}
+
+fn report(counts: &Counts) {
     println!("sent {}", counts.sent.load(Ordering::Relaxed));
     println!("answered {}", counts.answered.load(Ordering::Relaxed));
     println!("connections {}", counts.connections.load(Ordering::Relaxed));
     println!("failed {}", counts.failed.load(Ordering::Relaxed));
+}
+
+/// TLS 1.3 (and 1.2 for DoT) offering `alpn`, any certificate accepted.
+fn client_tls(alpn: &[u8]) -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    tls
+}
+
+/// DNS over TCP or TLS: each connection sends up to IN_FLIGHT framed
+/// queries at once and reads their answers, until its budget is spent.
+#[allow(clippy::too_many_arguments)]
+async fn streams_load(
+    server: SocketAddr,
+    tls: Option<rustls::ClientConfig>,
+    connections: usize,
+    in_flight: usize,
+    per_connection: u64,
+    end: Instant,
+    queries: Arc<Vec<Vec<u8>>>,
+    counts: Arc<Counts>,
+) {
+    let connector = tls.map(|t| tokio_rustls::TlsConnector::from(Arc::new(t)));
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let (connector, queries, counts) = (connector.clone(), Arc::clone(&queries), Arc::clone(&counts));
+        tasks.push(tokio::spawn(async move {
+            let mut next = c * 13;
+            while Instant::now() < end {
+                let Ok(tcp) = tokio::net::TcpStream::connect(server).await else {
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let done = match &connector {
+                    None => exchange(tcp, &queries, &mut next, in_flight, per_connection, end, &counts).await,
+                    Some(connector) => {
+                        let name = ServerName::try_from("localhost").expect("name");
+                        match connector.connect(name, tcp).await {
+                            Ok(tls) => exchange(tls, &queries, &mut next, in_flight, per_connection, end, &counts).await,
+                            Err(_) => false,
+                        }
+                    }
+                };
+                if done {
+                    counts.connections.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// One connection's queries; `false` when it broke.
+async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    mut stream: S,
+    queries: &[Vec<u8>],
+    next: &mut usize,
+    in_flight: usize,
+    per_connection: u64,
+    end: Instant,
+    counts: &Counts,
+) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut budget = if per_connection == 0 { u64::MAX } else { per_connection };
+    let mut out = Vec::new();
+    let mut answer = vec![0u8; 65535];
+    while budget > 0 && Instant::now() < end {
+        let n = (in_flight as u64).min(budget);
+        budget -= n;
+        out.clear();
+        for _ in 0..n {
+            out.extend_from_slice(&queries[*next % queries.len()]);
+            *next += 1;
+        }
+        if stream.write_all(&out).await.is_err() {
+            return false;
+        }
+        counts.sent.fetch_add(n, Ordering::Relaxed);
+        for _ in 0..n {
+            let mut len = [0u8; 2];
+            if stream.read_exact(&mut len).await.is_err() {
+                return false;
+            }
+            let len = usize::from(u16::from_be_bytes(len));
+            if stream.read_exact(&mut answer[..len]).await.is_err() {
+                return false;
+            }
+            counts.answered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let _ = stream.shutdown().await;
+    true
 }
