@@ -222,6 +222,20 @@ per_connection() {
     esac
 }
 
+# The seconds a run's answers are counted over: DUR (dnsperf and connperf
+# send for that long), or for DoH's short patterns the sum of the h2load
+# runs' own times ("finished in 2.51s, ...", or in ms), which may outlast
+# DUR.
+run_seconds() {
+    local t=$1 n=$2 raw=$3
+    if [ "$t" = doh ] && [ "$n" -gt 0 ]; then
+        sed -n 's/^finished in \([0-9.]*\)\(m*\)s,.*/\1 \2/p' "$raw" |
+            awk '{ s += ($2 == "m") ? $1 / 1000 : $1 } END { print s + 0 }'
+    else
+        echo "$DUR"
+    fi
+}
+
 # measure SERVER TRANSPORT PATTERN: one run; appends a row to summary.tsv
 # (the transport column is `T` for long-lived connections, `T/PATTERN` else).
 measure() {
@@ -232,8 +246,6 @@ measure() {
     local pids
     pids=$(server_pids "$SERVER_PID")
     before=$(ticks $pids)
-    local started ended
-    started=$(date +%s.%N)
     case $t/$p in
     tcp/1q | dot/1q | doq/*)
         local port=$TLS_PORT
@@ -279,11 +291,7 @@ measure() {
         ;;
     esac
     after=$(ticks $pids)
-    ended=$(date +%s.%N)
-    # qps over the run's own length: a short-pattern DoH run ends with its
-    # last h2load, which may outlast DUR.
-    /usr/bin/python3 - "$s" "$label" "$before" "$after" "${answered:-0}" \
-        "$(/usr/bin/python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$started" "$ended")" "$CLK_TCK" \
+    /usr/bin/python3 - "$s" "$label" "$before" "$after" "${answered:-0}" "$(run_seconds "$t" "$n" "$raw")" "$CLK_TCK" \
         >>"$OUT/summary.tsv" <<'PY'
 import sys
 s, t, before, after, answered, dur, hz = sys.argv[1:]

@@ -4,9 +4,21 @@
 # with wait_ready and kills it with stop_server.
 
 free_port() {
+    # A port free for UDP and for a TCP listener; after a run that churned
+    # connections, many ports are held by TIME_WAIT, so try again until one
+    # binds both ways.
     /usr/bin/python3 -c 'import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
-t = socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1])); print(s.getsockname()[1])'
+for _ in range(1000):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", s.getsockname()[1]))
+    except OSError:
+        continue
+    print(s.getsockname()[1])
+    break
+else:
+    raise SystemExit("no free port")'
 }
 
 start_bulwark() {

@@ -357,9 +357,9 @@ async fn accept_loop<F, H>(
             permit.forget();
         }
         bump(&stats.accepted);
-        // Half the connections or more in use: this one gets fewer HTTP/2
-        // streams, so many connections each hold little.
-        let free = limits.slots.available_permits();
+        // Half the connections or more in use before this one: it gets
+        // fewer HTTP/2 streams, so many connections each hold little.
+        let free = limits.slots.available_permits().saturating_add(1);
         let pressed = free.saturating_mul(2) <= limits.config.max_connections;
         let connection = Connection {
             pressed,

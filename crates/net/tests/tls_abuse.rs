@@ -2,7 +2,8 @@
 //! Abuse of the encrypted listeners, bounded in count and time, loopback
 //! only: connections that never finish a handshake, a query dripped an octet
 //! at a time inside TLS, and HTTP/2 streams opened and reset at once (the
-//! "rapid reset" of CVE-2023-44487). Each time the server stays within its
+//! "rapid reset" of CVE-2023-44487), and HTTP/2 connections opened under
+//! pressure, which get fewer streams. Each time the server stays within its
 //! caps, counts what it closed, and keeps answering an honest client.
 
 use std::io::{Read, Write};
@@ -239,4 +240,57 @@ fn http2_streams_reset_as_fast_as_they_open_end_that_connection_not_the_server()
     let mut head = [0u8; 12];
     s.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");
+}
+
+#[test]
+fn http2_connections_accepted_under_pressure_get_fewer_streams() {
+    // Four connections in all: the third finds half of them in use.
+    let srv = server(
+        TcpConfig {
+            max_connections: 4,
+            max_connections_per_client: 0,
+            ..TcpConfig::default()
+        },
+        true,
+    );
+    let config = client_config(&srv, b"h2");
+    let addr = srv.addr;
+    let q = bytes::Bytes::from(wire::query(0, wire::RD, "www.example.", 1));
+    let allowed = srv.rt.block_on(async move {
+        let mut held = Vec::new();
+        let mut allowed = Vec::new();
+        for _ in 0..3 {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let tls = tokio_rustls::TlsConnector::from(Arc::clone(&config))
+                .connect(ServerName::try_from(NAME).unwrap(), tcp)
+                .await
+                .unwrap();
+            let (client, connection) = h2::client::handshake(tls).await.unwrap();
+            let driver = tokio::spawn(connection);
+            // One answered request: the server's SETTINGS have arrived.
+            let mut ready = client.ready().await.unwrap();
+            let request = http::Request::post(format!("https://{NAME}/dns-query"))
+                .header("content-type", "application/dns-message")
+                .body(())
+                .unwrap();
+            let (response, mut body) = ready.send_request(request, false).unwrap();
+            body.send_data(q.clone(), true).unwrap();
+            let response = tokio::time::timeout(Duration::from_secs(10), response)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            allowed.push(ready.current_max_send_streams());
+            held.push((ready, driver));
+        }
+        allowed
+    });
+    assert_eq!(
+        allowed,
+        [
+            bulwark_net::https::DEFAULT_MAX_CONCURRENT_STREAMS as usize,
+            bulwark_net::https::DEFAULT_MAX_CONCURRENT_STREAMS as usize,
+            bulwark_net::quic::PRESSED_MAX_STREAMS as usize,
+        ]
+    );
 }

@@ -264,6 +264,8 @@ async fn accept_loop<F, H>(
             let _ = incoming.retry();
             continue;
         }
+        // Decided before this connection takes its place, as for HTTP/2.
+        let pressed = limits.pressed();
         let Some(held) = admit(&incoming, &limits, &stats) else {
             incoming.refuse();
             continue;
@@ -279,7 +281,6 @@ async fn accept_loop<F, H>(
         bump(&stats.accepted);
         let handler = make_handler();
         let (server, stats, shutdown) = (Arc::clone(&server), Arc::clone(&stats), shutdown.clone());
-        let pressed = limits.pressed();
         tokio::spawn(async move {
             let peer = connecting.remote_address();
             let served =
