@@ -355,3 +355,7 @@ for t in transports:
             ratio_u = f"{float(mine['qps']) / own_udp:.2f}"
         print(f"| {t} | {r['server']} | {float(r['qps']):.0f} | {float(r['cpu_us_per_query']):.2f} | {ratio_q} | {ratio_c} | {ratio_u} |")
 PY
+# Seed 004's Figures 2 and 3: qps and CPU per query, every transport and
+# pattern, one bar per server.
+/usr/bin/python3 "$BENCH/lib/transports_chart.py" "$OUT/summary.tsv" "$OUT/transports.png" ||
+    echo "chart not drawn (gnuplot?)" >&2
