@@ -534,48 +534,59 @@ fn zero_rtt_answers_only_queries_safe_to_replay() {
         first.close(code(NO_ERROR), b"");
         timeout(STEP, endpoint.wait_idle()).await.unwrap();
 
-        let connecting = endpoint.connect(srv.addr, NAME).unwrap();
-        let Ok((conn, accepted)) = connecting.into_0rtt() else {
-            panic!("the client holds no 0-RTT keys: the server's ticket allowed no early data");
-        };
-        // Both queries go out in 0-RTT, before the handshake completes.
-        let update = wire::query(0, 5 << 11, "example.", 6);
-        let (mut send_u, mut recv_u) = conn.open_bi().await.unwrap();
-        send_u.write_all(&wire::framed(&update)).await.unwrap();
-        send_u.finish().unwrap();
-        let plain = query("www.example.");
-        let (mut send_q, mut recv_q) = conn.open_bi().await.unwrap();
-        send_q.write_all(&wire::framed(&plain)).await.unwrap();
-        send_q.finish().unwrap();
-        assert!(
-            timeout(STEP, accepted).await.unwrap(),
-            "the server took the 0-RTT data"
-        );
+        // The client's 0-RTT packets can reach the server after its
+        // Initial's handshake has completed (or be dropped, arriving before
+        // the Initial), and their data is then sent again in 1-RTT, where an
+        // UPDATE is served. So a few tries: one must carry it in 0-RTT.
+        let mut refused_once = false;
+        for _ in 0..5 {
+            let connecting = endpoint.connect(srv.addr, NAME).unwrap();
+            let Ok((conn, accepted)) = connecting.into_0rtt() else {
+                panic!("the client holds no 0-RTT keys: the server's ticket allowed no early data");
+            };
+            // Both queries go out in 0-RTT, before the handshake completes.
+            let update = wire::query(0, 5 << 11, "example.", 6);
+            let (mut send_u, mut recv_u) = conn.open_bi().await.unwrap();
+            send_u.write_all(&wire::framed(&update)).await.unwrap();
+            send_u.finish().unwrap();
+            let plain = query("www.example.");
+            let (mut send_q, mut recv_q) = conn.open_bi().await.unwrap();
+            send_q.write_all(&wire::framed(&plain)).await.unwrap();
+            send_q.finish().unwrap();
+            assert!(
+                timeout(STEP, accepted).await.unwrap(),
+                "the server took the 0-RTT data"
+            );
 
-        let refused = timeout(STEP, recv_u.read_to_end(MAX_ANSWER))
-            .await
-            .unwrap()
-            .unwrap();
-        let message = &refused[2..];
-        assert_eq!(
-            usize::from(u16::from_be_bytes([refused[0], refused[1]])),
-            message.len()
-        );
-        assert_eq!(&message[..2], &[0, 0], "ID 0");
-        assert_ne!(message[2] & 0x80, 0, "a response");
-        assert_eq!((message[2] >> 3) & 0x0f, 5, "to the UPDATE");
-        assert_eq!(message[3] & 0x0f, 5, "REFUSED");
-
-        let answer = timeout(STEP, recv_q.read_to_end(MAX_ANSWER))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            answer,
-            echoed(&plain),
-            "a plain query is answered from 0-RTT"
-        );
-        assert!(conn.close_reason().is_none());
+            let answer_u = timeout(STEP, recv_u.read_to_end(MAX_ANSWER))
+                .await
+                .unwrap()
+                .unwrap();
+            let message = &answer_u[2..];
+            assert_eq!(
+                usize::from(u16::from_be_bytes([answer_u[0], answer_u[1]])),
+                message.len()
+            );
+            assert_eq!(&message[..2], &[0, 0], "ID 0");
+            assert_ne!(message[2] & 0x80, 0, "a response");
+            assert_eq!((message[2] >> 3) & 0x0f, 5, "to the UPDATE");
+            let answer = timeout(STEP, recv_q.read_to_end(MAX_ANSWER))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(answer, echoed(&plain), "a plain query is answered");
+            assert!(conn.close_reason().is_none());
+            conn.close(code(NO_ERROR), b"");
+            if message[3] & 0x0f == 5 {
+                // REFUSED: it came in 0-RTT, and was not served.
+                refused_once = true;
+                break;
+            }
+            // Served: it came again in 1-RTT (the echo's NOERROR).
+            assert_eq!(message[3] & 0x0f, 0, "{message:?}");
+            timeout(STEP, endpoint.wait_idle()).await.unwrap();
+        }
+        assert!(refused_once, "an UPDATE in 0-RTT data was never refused");
     });
 }
 
@@ -674,4 +685,63 @@ async fn h3_request<T: h3::quic::OpenStreams<Bytes>>(
         }
     }
     (response.status(), content_type, body)
+}
+
+/// Starts a QUIC handshake with `s` that will never finish: a real client's
+/// first datagram (its Initial) is sent on from a socket of its own, which
+/// then says nothing more. Returns that socket, to keep for the test.
+async fn half_open(endpoint: &quinn::Endpoint, s: &Server) -> std::net::UdpSocket {
+    let relay = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    relay.set_read_timeout(Some(STEP)).unwrap();
+    // The client dials the relay; its handshake is left to fail by itself.
+    let connecting = endpoint.connect(relay.local_addr().unwrap(), NAME).unwrap();
+    tokio::spawn(async move {
+        let _ = connecting.await;
+    });
+    let mut initial = [0u8; 1500];
+    let n = tokio::task::block_in_place(|| relay.recv(&mut initial)).unwrap();
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    silent.send_to(&initial[..n], s.addr).unwrap();
+    silent
+}
+
+#[test]
+fn handshakes_that_never_finish_are_cut_off_and_a_flood_of_them_meets_a_retry() {
+    // Eight connections in all, no per-client cap: from the fifth on, a new
+    // client must prove its address (a Retry) before it holds a place.
+    let srv = doq_server(TcpConfig {
+        max_connections: 8,
+        max_connections_per_client: 0,
+        ..TcpConfig::default()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let flooder = doq_endpoint(&srv);
+        let mut silent = Vec::new();
+        for _ in 0..4 {
+            silent.push(half_open(&flooder, &srv).await);
+        }
+        counted(&srv.stats.accepted, 4).await;
+        // Twenty more half-open handshakes: each is asked to retry, which
+        // a sender that never reads (or a spoofed address) cannot, so none
+        // takes a place.
+        for _ in 0..20 {
+            silent.push(half_open(&flooder, &srv).await);
+        }
+        // An honest client answers the Retry and is served meanwhile.
+        let honest = doq_endpoint(&srv);
+        let conn = connect(&honest, &srv).await;
+        ask(&conn, "www.example.").await;
+        counted(&srv.stats.accepted, 5).await;
+        // The four half-open ones end at the handshake timeout (5 s).
+        counted(&srv.stats.handshake_timeout, 4).await;
+        assert_eq!(load(&srv.stats.rejected), 0);
+        // And the honest connection was never disturbed.
+        ask(&conn, "again.example.").await;
+        drop(silent);
+    });
 }
