@@ -11,8 +11,8 @@
 //! writing is the new one refused. Other clients are untouched: the cap is
 //! still per client, and eviction never crosses clients.
 //!
-//! Transports that hold connections (TCP today, TLS and HTTPS later) share
-//! this table: each connection marks itself busy while it answers and
+//! Transports that hold connections (TCP, TLS, HTTPS, QUIC) share this
+//! table (through `crate::caps`): each connection marks itself busy while it answers and
 //! waiting while it reads, and listens for its eviction while waiting.
 
 use std::collections::HashMap;

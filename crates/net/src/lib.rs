@@ -16,6 +16,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod caps;
 pub mod client;
 mod client_conns;
 mod control;

@@ -15,16 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
-use quinn::{ConnectionError, Incoming, TransportConfig, VarInt};
+use quinn::{ConnectionError, TransportConfig, VarInt};
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::sync::Semaphore;
 
-use crate::client_conns::{Admitted, AllBusy, ClientSlot, ClientTable};
+use crate::caps::Caps;
+use crate::client_conns::ClientSlot;
 use crate::doq::DoqError;
 use crate::error::NetError;
 use crate::https::DohConfig;
 use crate::shutdown::Shutdown;
-use crate::tcp::{bump, count_end, ConnectionEnd, TcpConfig, TcpStats};
+use crate::tcp::{bump, count_end, count_refusal, ConnectionEnd, TcpConfig, TcpStats};
 use crate::tls::{ServerCertificate, TlsError, TlsVersions};
 use crate::QueryHandler;
 
@@ -173,17 +173,7 @@ pub fn bind_quic(addr: SocketAddr) -> Result<BoundQuic, NetError> {
 /// What every connection of one [`serve_quic`] call shares.
 struct Limits {
     config: TcpConfig,
-    slots: Semaphore,
-    clients: Arc<ClientTable>,
-}
-
-impl Limits {
-    /// Half the connections or more are in use: new clients prove their
-    /// address first, and new connections get fewer streams.
-    fn pressed(&self) -> bool {
-        let free = self.slots.available_permits();
-        free.saturating_mul(2) <= self.config.max_connections
-    }
+    caps: Arc<Caps>,
 }
 
 /// Serves every QUIC listener until `shutdown` fires. Each connection gets
@@ -201,8 +191,7 @@ where
     H: QueryHandler + Send + 'static,
 {
     let limits = Arc::new(Limits {
-        slots: Semaphore::new(config.max_connections.max(1)),
-        clients: Arc::new(ClientTable::new(config.max_connections_per_client)),
+        caps: Caps::new(config.max_connections, config.max_connections_per_client),
         config,
     });
     let make_handler = Arc::new(make_handler);
@@ -260,15 +249,18 @@ async fn accept_loop<F, H>(
         };
         // Under pressure a client proves it owns its address (one round
         // trip) before it costs a connection: spoofed floods end here.
-        if limits.pressed() && !incoming.remote_address_validated() && incoming.may_retry() {
+        let pressed = limits.caps.pressed();
+        if pressed && !incoming.remote_address_validated() && incoming.may_retry() {
             let _ = incoming.retry();
             continue;
         }
-        // Decided before this connection takes its place, as for HTTP/2.
-        let pressed = limits.pressed();
-        let Some(held) = admit(&incoming, &limits, &stats) else {
-            incoming.refuse();
-            continue;
+        let place = match limits.caps.admit(incoming.remote_address().ip()) {
+            Ok(p) => p,
+            Err(refused) => {
+                count_refusal(&stats, refused);
+                incoming.refuse();
+                continue;
+            }
         };
         let connecting = match incoming.accept() {
             Ok(c) => c,
@@ -281,63 +273,32 @@ async fn accept_loop<F, H>(
         bump(&stats.accepted);
         let handler = make_handler();
         let (server, stats, shutdown) = (Arc::clone(&server), Arc::clone(&stats), shutdown.clone());
+        let limits = Arc::clone(&limits);
         tokio::spawn(async move {
             let peer = connecting.remote_address();
-            let served =
-                serve_connection(connecting, &server, &held, handler, local, pressed, &stats);
+            let held = Held {
+                config: &limits.config,
+                slot: place.slot(),
+                pressed,
+            };
+            let served = serve_connection(connecting, &server, held, handler, local, &stats);
             let end = tokio::select! {
                 _ = shutdown.wait() => ConnectionEnd::Shutdown,
                 end = served => end,
             };
             tracing::debug!(%peer, reason = %end, "QUIC connection closed");
             count_end(&stats, &end);
-            drop(held);
+            drop(place);
         });
     }
 }
 
-/// A connection's places in the caps, given back when dropped.
-struct Held {
-    limits: Arc<Limits>,
-    client: Option<ClientSlot>,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // An evicted connection's place went to its evictor.
-        let passed_on = self.client.as_ref().is_some_and(ClientSlot::close);
-        if !passed_on {
-            self.limits.slots.add_permits(1);
-        }
-    }
-}
-
-/// A place in the caps for a new connection, or `None` (counted) when it
-/// must be refused.
-fn admit(incoming: &Incoming, limits: &Arc<Limits>, stats: &TcpStats) -> Option<Held> {
-    let (client, evicting) = match limits.clients.admit(incoming.remote_address().ip()) {
-        Ok(Some((slot, how))) => (Some(slot), how == Admitted::Evicting),
-        Ok(None) => (None, false),
-        Err(AllBusy) => {
-            bump(&stats.accepted);
-            bump(&stats.rejected);
-            bump(&stats.too_many_for_client);
-            return None;
-        }
-    };
-    if !evicting {
-        let Ok(permit) = limits.slots.try_acquire() else {
-            bump(&stats.accepted);
-            bump(&stats.rejected);
-            bump(&stats.too_many_total);
-            return None;
-        };
-        permit.forget();
-    }
-    Some(Held {
-        limits: Arc::clone(limits),
-        client,
-    })
+/// What a connection is held to: the limits, its place among its client's,
+/// and whether it came under pressure.
+struct Held<'a> {
+    config: &'a TcpConfig,
+    slot: Option<&'a ClientSlot>,
+    pressed: bool,
 }
 
 /// Completes the handshake (DoQ serves 0-RTT streams meanwhile) and serves
@@ -345,14 +306,16 @@ fn admit(incoming: &Incoming, limits: &Arc<Limits>, stats: &TcpStats) -> Option<
 async fn serve_connection<H: QueryHandler + Send + 'static>(
     connecting: quinn::Connecting,
     server: &QuicServer,
-    held: &Held,
+    held: Held<'_>,
     handler: H,
     local: SocketAddr,
-    pressed: bool,
     stats: &Arc<TcpStats>,
 ) -> ConnectionEnd {
-    let limits = &held.limits;
-    let slot = held.client.as_ref();
+    let Held {
+        config,
+        slot,
+        pressed,
+    } = held;
     let streams = if pressed {
         PRESSED_MAX_STREAMS
     } else {
@@ -365,7 +328,7 @@ async fn serve_connection<H: QueryHandler + Send + 'static>(
             };
             connection.set_max_concurrent_bi_streams(VarInt::from_u32(streams));
             let handshake = tokio::time::timeout(server.handshake_timeout, established);
-            let served = doq_conn::serve(&connection, handler, local, &limits.config, stats, slot);
+            let served = doq_conn::serve(&connection, handler, local, config, stats, slot);
             tokio::pin!(handshake, served);
             // 0-RTT streams are served while the handshake completes; a
             // connection that ends before it has, failed it.
@@ -406,16 +369,7 @@ async fn serve_connection<H: QueryHandler + Send + 'static>(
                 },
             };
             connection.set_max_concurrent_bi_streams(VarInt::from_u32(streams));
-            let end = http3::serve(
-                &connection,
-                handler,
-                local,
-                &limits.config,
-                doh,
-                stats,
-                slot,
-            )
-            .await;
+            let end = http3::serve(&connection, handler, local, config, doh, stats, slot).await;
             close_for(&connection, &end);
             end
         }
