@@ -27,6 +27,7 @@ struct QuicServer {
     doh: SocketAddr,
     doh3: SocketAddr,
     prometheus: SocketAddr,
+    control: PathBuf,
     cert: PathBuf,
     tap: PathBuf,
     dir: tempfile::TempDir,
@@ -39,12 +40,14 @@ fn start() -> QuicServer {
     std::fs::write(&cert, made.cert.pem()).unwrap();
     std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
     let tap = dir.path().join("quic.tap");
+    let control = dir.path().join("control.sock");
     let config = dir.path().join("bulwark.toml");
     let zone = support::data_dir().join("diff.zone");
     std::fs::write(
         &config,
         format!(
             "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
+             [control]\nsocket = \"{}\"\n\n\
              [prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
              [[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"quic\"\n\
              certificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
@@ -53,6 +56,7 @@ fn start() -> QuicServer {
              [dnstap]\ndestination = \"file:{}\"\nmessages = [\"auth_query\", \"auth_response\"]\n\n\
              [acl.loopback]\nallow = [\"127.0.0.0/8\"]\n\n\
              [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow_transfer = [\"loopback\"]\n",
+            control.display(),
             tap.display(),
             zone.display()
         ),
@@ -67,6 +71,7 @@ fn start() -> QuicServer {
         doh: bound.doh[0],
         doh3: bound.doh3[0],
         prometheus: bound.prometheus.unwrap(),
+        control,
         cert,
         tap,
         dir,
@@ -268,5 +273,78 @@ fn a_zone_transfer_over_doq_carries_what_one_over_tcp_does() {
         words[3].parse::<usize>().unwrap(),
         records,
         "{lines:?}\n{tcp}"
+    );
+}
+
+fn ctl(s: &QuicServer, command: &str) -> (bool, String) {
+    let out = Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket"])
+        .arg(&s.control)
+        .arg(command)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Whether a DoQ (or HTTP/3) client trusting `ca` is answered.
+fn answered(python: &Path, mode: &str, server: SocketAddr, ca: &Path) -> bool {
+    Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/quic_client.py"))
+        .args([mode, "127.0.0.1", &server.port().to_string()])
+        .arg(ca)
+        .arg("www.diff.test.:A")
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn status_names_the_quic_listeners_and_a_reload_serves_them_the_new_certificate() {
+    let Some(python) = support::require_python_module("aioquic") else {
+        return;
+    };
+    let s = start();
+    let (ok, status) = ctl(&s, "status");
+    assert!(ok, "{status}");
+    assert!(
+        status.contains(&format!("listen {} quic\n", s.doq)),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("listen {} h3\n", s.doh3)),
+        "{status}"
+    );
+    assert!(
+        status.contains("quic accepted 0 rejected 0 queries 0"),
+        "{status}"
+    );
+
+    let old_ca = s.dir.path().join("old-ca.pem");
+    std::fs::copy(&s.cert, &old_ca).unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(&s.cert, made.cert.pem()).unwrap();
+    std::fs::write(s.dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let (ok, said) = ctl(&s, "reload");
+    assert!(ok, "{said}");
+    for (mode, server) in [("doq", s.doq), ("h3", s.doh3)] {
+        assert!(
+            answered(&python, mode, server, &s.cert),
+            "{mode}: the new certificate"
+        );
+        assert!(
+            !answered(&python, mode, server, &old_ca),
+            "{mode}: the old one is gone"
+        );
+    }
+    let (_, status) = ctl(&s, "status");
+    assert!(
+        status.contains("quic accepted 2 rejected 0 queries 1"),
+        "{status}"
     );
 }
