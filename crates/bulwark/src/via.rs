@@ -19,6 +19,20 @@ pub enum Via {
 }
 
 impl Via {
+    /// How many channels there are, for tables indexed by [`Via::index`].
+    pub const COUNT: usize = 5;
+
+    /// A small number for each channel, below [`Via::COUNT`].
+    pub fn index(self) -> usize {
+        match self {
+            Via::Udp => 0,
+            Via::Tcp => 1,
+            Via::Tls => 2,
+            Via::Https => 3,
+            Via::Quic => 4,
+        }
+    }
+
     /// What the answering code is told: DoT is a stream like TCP (the same
     /// size limit, keepalive, no cookies required, no rate limiting).
     pub fn transport(self) -> Transport {

@@ -1,11 +1,14 @@
 //! Statistics: counters kept per worker without locks and summed when read.
 //!
-//! Every recorder (one per UDP worker, one per TCP connection) owns a
+//! Every recorder (one per UDP worker, one per connection) holds a
 //! [`Block`] of counters that only it writes, so an increment is a relaxed
-//! load and store (no locked instruction). The registry lists the live blocks;
-//! when a recorder is dropped its counts are folded into the retired totals
-//! under the registry's mutex, so a reader summing live blocks and retired
-//! totals under that mutex never misses nor double-counts a connection.
+//! load and store (no locked instruction). The registry keeps every block it
+//! ever handed out and sums them all when read. A dropped recorder's block
+//! goes back, counts and all, and the next recorder of the same transport
+//! takes it and counts on from there: a connection costs no allocation and
+//! no folding, the blocks are as many as the most recorders ever at once,
+//! and a reader (under the registry's mutex, as every handover is) never
+//! misses nor double-counts a connection.
 
 pub mod collect;
 pub mod family;
@@ -254,9 +257,11 @@ impl Snapshot {
 
 #[derive(Debug, Default)]
 struct Blocks {
-    live: Vec<(Via, Arc<Block>)>,
-    /// Folded counts of recorders gone (ended TCP connections, stopped workers).
-    retired: Snapshot,
+    /// Every block handed out, with its transport; summed on read.
+    all: Vec<(Via, Arc<Block>)>,
+    /// Places in `all` of the blocks no recorder holds now, by
+    /// `Via::index`.
+    spare: [Vec<usize>; Via::COUNT],
 }
 
 /// Every worker's counters, registered here and summed on read.
@@ -282,9 +287,16 @@ impl StatsRegistry {
     /// when a UDP worker starts or a TCP connection is accepted, never per query.
     pub fn recorder(self: &Arc<Self>, via: Via) -> WorkerRecorder {
         let block = self.settings.enabled.then(|| {
-            let block = Arc::new(Block::new());
-            self.lock().live.push((via, Arc::clone(&block)));
-            block
+            let mut blocks = self.lock();
+            let reused = blocks.spare.get_mut(via.index()).and_then(Vec::pop);
+            match reused.and_then(|at| blocks.all.get(at).map(|(_, b)| (at, Arc::clone(b)))) {
+                Some(taken) => taken,
+                None => {
+                    let block = Arc::new(Block::new());
+                    blocks.all.push((via, Arc::clone(&block)));
+                    (blocks.all.len().saturating_sub(1), block)
+                }
+            }
         });
         WorkerRecorder {
             registry: Arc::clone(self),
@@ -293,11 +305,11 @@ impl StatsRegistry {
         }
     }
 
-    /// The sum of every live block and the retired totals, per transport.
+    /// The sum of every block, per transport.
     pub fn snapshot(&self) -> Snapshot {
         let blocks = self.lock();
-        let mut s = blocks.retired.clone();
-        for (t, b) in &blocks.live {
+        let mut s = Snapshot::default();
+        for (t, b) in &blocks.all {
             b.add_to(&mut s.via_mut(*t).slots);
         }
         s
@@ -308,15 +320,16 @@ impl StatsRegistry {
         self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Moves a recorder's counts into the retired totals, in one step as seen
-    /// by readers (both under the mutex).
-    fn retire(&self, block: &Arc<Block>) {
+    /// Takes back the block at `at` for the next recorder of its transport.
+    /// Its writer's last stores happen before the mutex is released here,
+    /// and the next writer takes the mutex before its first: one writer at
+    /// a time, as a block needs.
+    fn give_back(&self, at: usize) {
         let mut blocks = self.lock();
-        let Some(i) = blocks.live.iter().position(|(_, b)| Arc::ptr_eq(b, block)) else {
-            return;
-        };
-        let (t, b) = blocks.live.swap_remove(i);
-        b.add_to(&mut blocks.retired.via_mut(t).slots);
+        let via = blocks.all.get(at).map(|(v, _)| v.index());
+        if let Some(spare) = via.and_then(|i| blocks.spare.get_mut(i)) {
+            spare.push(at);
+        }
     }
 }
 
@@ -324,8 +337,9 @@ impl StatsRegistry {
 #[derive(Debug)]
 pub struct WorkerRecorder {
     registry: Arc<StatsRegistry>,
-    /// `None` when statistics are off.
-    block: Option<Arc<Block>>,
+    /// `None` when statistics are off; else the block and its place in the
+    /// registry.
+    block: Option<(usize, Arc<Block>)>,
     /// Queries until the next timed one.
     countdown: u32,
 }
@@ -354,7 +368,7 @@ impl WorkerRecorder {
         fate: Fate,
         started: Option<Instant>,
     ) {
-        let Some(block) = self.block.as_deref() else {
+        let Some((_, block)) = self.block.as_ref() else {
             return;
         };
         let opcode = asked.opcode.map_or(0, Opcode::value);
@@ -400,8 +414,8 @@ impl WorkerRecorder {
 
 impl Drop for WorkerRecorder {
     fn drop(&mut self) {
-        if let Some(b) = &self.block {
-            self.registry.retire(b);
+        if let Some((at, _)) = &self.block {
+            self.registry.give_back(*at);
         }
     }
 }
