@@ -346,7 +346,7 @@ fn an_https_listener_serves_doh_at_its_path() {
 
 #[test]
 fn tls_listener_mistakes_say_where() {
-    let text = "[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\n[[listener]]\naddress = \"127.0.0.1:854\"\ntransport = \"quic\"\n[[listener]]\naddress = \"127.0.0.1:853\"\n[server]\ntls_handshake_timeout = 0\n";
+    let text = "[[listener]]\naddress = \"127.0.0.1:853\"\ntransport = \"tls\"\n[[listener]]\naddress = \"127.0.0.1:854\"\ntransport = \"doq\"\n[[listener]]\naddress = \"127.0.0.1:853\"\n[server]\ntls_handshake_timeout = 0\n";
     let err = settings(text).unwrap_err();
     let all = err.problems.join("\n");
     assert_eq!(err.problems.len(), 4, "{all}");
@@ -355,7 +355,7 @@ fn tls_listener_mistakes_say_where() {
         "{all}"
     );
     assert!(
-        all.contains("bulwark.toml:6:13: transport: `quic` is not one of"),
+        all.contains("bulwark.toml:6:13: transport: `doq` is not one of"),
         "{all}"
     );
     assert!(
