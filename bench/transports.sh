@@ -280,10 +280,13 @@ measure() {
             else
                 args+=(-D "$DUR")
             fi
+            # Many runs for a short pattern: each keeps only its totals.
             taskset -c "$GEN_CPU" h2load "${args[@]}" \
                 -d "$WORK/doh-query" -H 'content-type: application/dns-message' \
                 -H 'accept: application/dns-message' \
-                "https://127.0.0.1:$HTTPS_PORT/dns-query" >>"$raw" 2>&1 || true
+                "https://127.0.0.1:$HTTPS_PORT/dns-query" 2>&1 |
+                if [ "$n" -gt 0 ]; then grep -E '^(finished in|requests:|status codes:)'; else cat; fi \
+                    >>"$raw" || true
             [ "$n" -eq 0 ] || [ "$(date +%s)" -ge "$until" ] && break
         done
         # "requests: N total, N started, N done, N succeeded, ..."
