@@ -3,7 +3,9 @@
 //! answers it as it answers any other transport. A connection shares the
 //! stream listeners' caps and counters (see [`crate::tcp`]) and ends the way
 //! HTTP ends one gracefully: GOAWAY on HTTP/2, `Connection: close` on
-//! HTTP/1.1, once idle for the idle timeout or at the query cap.
+//! HTTP/1.1, once idle for the idle timeout or at the query cap. The
+//! request-to-answer part (`Exchange::reply`) does not depend on the HTTP
+//! version: HTTP/3 (`crate::quic`) answers through it too.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

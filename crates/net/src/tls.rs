@@ -1,8 +1,10 @@
-//! TLS for the stream listeners (DNS over TLS, RFC 7858; later DoH and XoT):
-//! a certificate and key read from PEM files, swapped in place on reload so
-//! established connections keep theirs, and the server configuration every
-//! TLS listener uses: TLS 1.3 preferred and 1.2 allowed (RFC 8310 §9 asks
-//! for TLS 1.2 or later), session tickets with keys that rotate, no 0-RTT.
+//! TLS for the encrypted listeners (DoT, DoH, XoT, and under QUIC DoQ and
+//! HTTP/3): a certificate and key read from PEM files, swapped in place on
+//! reload so established connections keep theirs, and the server
+//! configuration every listener starts from: TLS 1.3 preferred and 1.2
+//! allowed over TCP (RFC 8310 §9 asks for TLS 1.2 or later), 1.3 alone over
+//! QUIC, SHA-256 suites first, session tickets with keys that rotate, and no
+//! 0-RTT but DoQ's (see `crate::quic`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

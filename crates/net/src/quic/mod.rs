@@ -2,7 +2,7 @@
 //! HTTP/3 (RFC 8484 over RFC 9114). One UDP socket per listener, each with
 //! its certificate; the connection caps of the stream transports (a total,
 //! and per client with eviction of the client's own idle connection, see
-//! [`crate::client_conns`]), an address check (a QUIC Retry) for every new
+//! `crate::client_conns`), an address check (a QUIC Retry) for every new
 //! client once half the total is in use, fewer concurrent streams per
 //! connection under the same pressure, a handshake timeout, and each close
 //! counted by its reason in a [`TcpStats`].
