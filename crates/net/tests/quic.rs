@@ -745,3 +745,45 @@ fn handshakes_that_never_finish_are_cut_off_and_a_flood_of_them_meets_a_retry() 
         drop(silent);
     });
 }
+
+/// How many streams `conn` can open at once, up to `most`, without waiting
+/// for more credit from the server: each is opened (and kept) while the
+/// server's grant lasts; the first open that would wait ends the count.
+fn streams_granted(conn: &quinn::Connection, most: usize) -> (usize, Vec<quinn::SendStream>) {
+    use std::future::Future;
+    let mut kept = Vec::new();
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    while kept.len() < most {
+        let mut open = std::pin::pin!(conn.open_bi());
+        match open.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok((send, _recv))) => kept.push(send),
+            _ => break,
+        }
+    }
+    (kept.len(), kept)
+}
+
+#[test]
+fn a_connection_accepted_under_pressure_is_granted_fewer_streams() {
+    // Four connections in all: the third finds half of them taken.
+    let srv = doq_server(TcpConfig {
+        max_connections: 4,
+        max_connections_per_client: 0,
+        ..TcpConfig::default()
+    });
+    client_rt().block_on(async {
+        let endpoint = doq_endpoint(&srv);
+        let first = connect(&endpoint, &srv).await;
+        let second = connect(&endpoint, &srv).await;
+        let third = connect(&endpoint, &srv).await;
+        // The grant comes with the handshake, so it is known now.
+        let (unpressed, _a) = streams_granted(&first, 150);
+        let (pressed, _b) = streams_granted(&third, 150);
+        assert_eq!(unpressed, bulwark_net::quic::DEFAULT_MAX_STREAMS as usize);
+        assert_eq!(pressed, bulwark_net::quic::PRESSED_MAX_STREAMS as usize);
+        // Both still answer.
+        drop((_a, _b));
+        ask(&second, "second.example.").await;
+        counted(&srv.stats.accepted, 3).await;
+    });
+}

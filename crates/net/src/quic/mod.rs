@@ -58,10 +58,16 @@ pub enum QuicService {
 }
 
 /// A listener's QUIC configuration: TLS 1.3 with its certificate, its ALPN,
-/// and the limits of each connection.
+/// and the limits of each connection: one set for ordinary times, one for
+/// connections accepted under pressure.
 #[derive(Clone)]
 pub struct QuicServer {
     config: quinn::ServerConfig,
+    /// Fewer streams (a peer's stream credit is granted in the handshake's
+    /// transport parameters and can never be taken back, so it is chosen
+    /// before the handshake), and no 0-RTT (a server taking 0-RTT may not
+    /// offer less than the session it resumes remembers, RFC 9000 §7.4.1).
+    pressed: Arc<quinn::ServerConfig>,
     handshake_timeout: Duration,
     service: QuicService,
 }
@@ -102,35 +108,51 @@ impl QuicServer {
             // time on this server (RFC 8446 §8.1).
             tls.ticketer = Arc::new(crate::tls::StatefulOnly);
         }
-        let crypto = QuicServerConfig::try_from(tls).map_err(|e| {
-            TlsError::Config(rustls::Error::General(format!("QUIC needs TLS 1.3: {e}")))
-        })?;
-        let mut transport = TransportConfig::default();
-        transport
-            .max_concurrent_bidi_streams(VarInt::from_u32(DEFAULT_MAX_STREAMS))
-            .max_concurrent_uni_streams(VarInt::from_u32(uni_streams))
-            .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-            .receive_window(VarInt::from_u32(
-                STREAM_WINDOW.saturating_mul(DEFAULT_MAX_STREAMS.min(16)),
-            ))
-            .send_window(SEND_WINDOW)
-            // The idle timeout both sides agree on: a client that goes quiet
-            // without closing is forgotten after it. A little longer than
-            // the connection's own, so a client hears the graceful close
-            // (DOQ_NO_ERROR) rather than silence.
-            .max_idle_timeout(
-                quinn::IdleTimeout::try_from(limits.idle_timeout.saturating_add(IDLE_MARGIN)).ok(),
-            );
-        let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(Arc::new(transport));
-        // Clients move between networks (RFC 9250 §5.5.2 expects it).
-        config.migration(true);
+        let mut tls_pressed = tls.clone();
+        tls_pressed.max_early_data_size = 0;
+        let config = quic_config(tls, DEFAULT_MAX_STREAMS, uni_streams, limits)?;
+        let pressed = quic_config(tls_pressed, PRESSED_MAX_STREAMS, uni_streams, limits)?;
         Ok(QuicServer {
             config,
+            pressed: Arc::new(pressed),
             handshake_timeout,
             service,
         })
     }
+}
+
+/// quinn's configuration over `tls`: `streams` concurrent streams (queries)
+/// a connection may open, flow-control windows sized for DNS messages.
+fn quic_config(
+    tls: rustls::ServerConfig,
+    streams: u32,
+    uni_streams: u32,
+    limits: &TcpConfig,
+) -> Result<quinn::ServerConfig, TlsError> {
+    let crypto = QuicServerConfig::try_from(tls).map_err(|e| {
+        TlsError::Config(rustls::Error::General(format!("QUIC needs TLS 1.3: {e}")))
+    })?;
+    let mut transport = TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(VarInt::from_u32(streams))
+        .max_concurrent_uni_streams(VarInt::from_u32(uni_streams))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(
+            STREAM_WINDOW.saturating_mul(streams.min(16)),
+        ))
+        .send_window(SEND_WINDOW)
+        // The idle timeout both sides agree on: a client that goes quiet
+        // without closing is forgotten after it. A little longer than the
+        // connection's own, so a client hears the graceful close
+        // (DOQ_NO_ERROR) rather than silence.
+        .max_idle_timeout(
+            quinn::IdleTimeout::try_from(limits.idle_timeout.saturating_add(IDLE_MARGIN)).ok(),
+        );
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport));
+    // Clients move between networks (RFC 9250 §5.5.2 expects it).
+    config.migration(true);
+    Ok(config)
 }
 
 /// A bound UDP socket for QUIC, as [`bind_quic`] makes it.
@@ -262,7 +284,12 @@ async fn accept_loop<F, H>(
                 continue;
             }
         };
-        let connecting = match incoming.accept() {
+        let accepted = if pressed {
+            incoming.accept_with(Arc::clone(&server.pressed))
+        } else {
+            incoming.accept()
+        };
+        let connecting = match accepted {
             Ok(c) => c,
             Err(e) => {
                 bump(&stats.accepted);
@@ -279,7 +306,6 @@ async fn accept_loop<F, H>(
             let held = Held {
                 config: &limits.config,
                 slot: place.slot(),
-                pressed,
             };
             let served = serve_connection(connecting, &server, held, handler, local, &stats);
             let end = tokio::select! {
@@ -293,12 +319,11 @@ async fn accept_loop<F, H>(
     }
 }
 
-/// What a connection is held to: the limits, its place among its client's,
-/// and whether it came under pressure.
+/// What a connection is held to: the limits, and its place among its
+/// client's.
 struct Held<'a> {
     config: &'a TcpConfig,
     slot: Option<&'a ClientSlot>,
-    pressed: bool,
 }
 
 /// Completes the handshake (DoQ serves 0-RTT streams meanwhile) and serves
@@ -311,22 +336,12 @@ async fn serve_connection<H: QueryHandler + Send + 'static>(
     local: SocketAddr,
     stats: &Arc<TcpStats>,
 ) -> ConnectionEnd {
-    let Held {
-        config,
-        slot,
-        pressed,
-    } = held;
-    let streams = if pressed {
-        PRESSED_MAX_STREAMS
-    } else {
-        DEFAULT_MAX_STREAMS
-    };
+    let Held { config, slot } = held;
     match &server.service {
         QuicService::Doq => {
             let Ok((connection, established)) = connecting.into_0rtt() else {
                 return ConnectionEnd::Handshake(std::io::Error::other("no 0-RTT on a server"));
             };
-            connection.set_max_concurrent_bi_streams(VarInt::from_u32(streams));
             let handshake = tokio::time::timeout(server.handshake_timeout, established);
             let served = doq_conn::serve(&connection, handler, local, config, stats, slot);
             tokio::pin!(handshake, served);
@@ -368,7 +383,6 @@ async fn serve_connection<H: QueryHandler + Send + 'static>(
                     Ok(Ok(c)) => c,
                 },
             };
-            connection.set_max_concurrent_bi_streams(VarInt::from_u32(streams));
             let end = http3::serve(&connection, handler, local, config, doh, stats, slot).await;
             close_for(&connection, &end);
             end
