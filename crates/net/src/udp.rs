@@ -88,22 +88,18 @@ pub fn bind_udp(addrs: &[SocketAddr], workers: usize) -> Result<UdpListeners, Ne
     })
 }
 
-/// `addr` when no other socket holds it for UDP (with port 0, a port no
-/// socket holds). The workers' sockets set SO_REUSEPORT, and a bind with it
-/// succeeds on a port another process of the same user holds with it too,
-/// joining that process's group: the kernel would then split the other
-/// server's queries with ours, silently. A probe bound without SO_REUSEPORT
-/// fails on a held port instead, and is closed before the workers bind.
-fn unshared(addr: SocketAddr) -> Result<SocketAddr, NetError> {
+/// A UDP socket bound to `addr` with no sharing (no SO_REUSEPORT),
+/// IPV6_V6ONLY on v6: the probe below, and a QUIC listener's socket.
+pub(crate) fn bind_plain(addr: SocketAddr) -> Result<Socket, NetError> {
     let bind_err = |cause| NetError::Bind {
         proto: "udp",
         addr,
         cause,
     };
-    let probe = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .map_err(bind_err)?;
     if addr.is_ipv6() {
-        probe
+        socket
             .set_only_v6(true)
             .map_err(|cause| NetError::SocketOption {
                 option: "IPV6_V6ONLY",
@@ -111,7 +107,18 @@ fn unshared(addr: SocketAddr) -> Result<SocketAddr, NetError> {
                 cause,
             })?;
     }
-    probe.bind(&addr.into()).map_err(bind_err)?;
+    socket.bind(&addr.into()).map_err(bind_err)?;
+    Ok(socket)
+}
+
+/// `addr` when no other socket holds it for UDP (with port 0, a port no
+/// socket holds). The workers' sockets set SO_REUSEPORT, and a bind with it
+/// succeeds on a port another process of the same user holds with it too,
+/// joining that process's group: the kernel would then split the other
+/// server's queries with ours, silently. A probe bound without SO_REUSEPORT
+/// fails on a held port instead, and is closed before the workers bind.
+fn unshared(addr: SocketAddr) -> Result<SocketAddr, NetError> {
+    let probe = bind_plain(addr)?;
     let bound = probe
         .local_addr()
         .ok()

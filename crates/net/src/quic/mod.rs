@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{ConnectionError, TransportConfig, VarInt};
-use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::caps::Caps;
 use crate::client_conns::ClientSlot;
@@ -170,25 +169,8 @@ impl BoundQuic {
 
 /// Binds a UDP socket for a QUIC listener (IPV6_V6ONLY on v6).
 pub fn bind_quic(addr: SocketAddr) -> Result<BoundQuic, NetError> {
-    let bind_err = |cause| NetError::Bind {
-        proto: "udp",
-        addr,
-        cause,
-    };
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .map_err(bind_err)?;
-    if addr.is_ipv6() {
-        socket
-            .set_only_v6(true)
-            .map_err(|cause| NetError::SocketOption {
-                option: "IPV6_V6ONLY",
-                addr,
-                cause,
-            })?;
-    }
-    socket.bind(&addr.into()).map_err(bind_err)?;
     Ok(BoundQuic {
-        socket: socket.into(),
+        socket: crate::udp::bind_plain(addr)?.into(),
     })
 }
 
