@@ -4,6 +4,8 @@
 //! asked and its connection kept; one that proves neither is never asked.
 //! (Against Unbound as the upstream: the binary's resolver tests.)
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,13 +21,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 const NAME: &str = "upstream.bulwark.test";
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
-    out.clear();
-    out.extend_from_slice(query);
-    out[2] |= 0x80;
-    true
-}
 
 /// SHA-256, from the TLS provider's own hash (the pin's digest).
 fn sha256(data: &[u8]) -> [u8; 32] {
@@ -70,7 +65,7 @@ fn upstream(rt: &tokio::runtime::Runtime) -> Upstream {
     let stats = Arc::new(TcpStats::default());
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
     let config = TcpConfig::default();
-    rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || echo, st, s).await });
+    rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || common::echo, st, s).await });
     Upstream {
         addr,
         der,

@@ -5,6 +5,8 @@
 //! and the query cap closing the connection after its last answer. (HTTP/2
 //! is exercised by kdig, dig, curl and dnsperf in the binary's tests.)
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,10 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_net::https::ALPN_DOH;
-use bulwark_net::tls::{ServerCertificate, TlsServer};
+use bulwark_net::tls::TlsServer;
 use bulwark_net::{bind_tcp, serve_https, DohConfig, Shutdown, TcpConfig, TcpStats};
 use bulwark_testkit::wire;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 const NAME: &str = "doh.bulwark.test";
@@ -48,10 +50,7 @@ impl Drop for Server {
 }
 
 fn server(config: TcpConfig) -> Server {
-    let made = rcgen::generate_simple_self_signed(vec![NAME.to_string()]).unwrap();
-    let der = made.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_pair.serialize_der()));
-    let certificate = ServerCertificate::fixed(vec![der.clone()], key).unwrap();
+    let (certificate, der) = common::certificate(NAME);
     let tls = TlsServer::new(certificate, &ALPN_DOH, Duration::from_secs(600)).unwrap();
     let listener = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();

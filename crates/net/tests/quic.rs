@@ -12,6 +12,8 @@
 //! evicting a client's idle connection, 0-RTT, and an HTTP/3 GET and POST.
 //! Every wait is bounded; every server is stopped when its test ends.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,7 +21,6 @@ use std::time::Duration;
 
 use bulwark_net::doq::ALPN_DOQ;
 use bulwark_net::quic::ALPN_H3;
-use bulwark_net::tls::ServerCertificate;
 use bulwark_net::{
     bind_quic, serve_quic, DohConfig, QuicServer, QuicService, Shutdown, TcpConfig, TcpStats,
 };
@@ -27,7 +28,7 @@ use bulwark_testkit::wire;
 use bytes::{Buf, Bytes};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{ConnectionError, ReadError, ReadToEndError, VarInt};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::RootCertStore;
 use tokio::time::{timeout, Instant};
 
@@ -45,16 +46,11 @@ const UNSPECIFIED_ERROR: u32 = 0x5;
 
 /// Echoes the query with QR set; a query for a name starting with `drop`
 /// gets no answer.
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
+fn echo(query: &[u8], peer: SocketAddr, local: SocketAddr, out: &mut Vec<u8>) -> bool {
     if query.get(13..17) == Some(b"drop") {
         return false;
     }
-    out.clear();
-    out.extend_from_slice(query);
-    if let Some(b) = out.get_mut(2) {
-        *b |= 0x80;
-    }
-    true
+    common::echo(query, peer, local, out)
 }
 
 struct Server {
@@ -72,10 +68,7 @@ impl Drop for Server {
 }
 
 fn server(config: TcpConfig, service: QuicService) -> Server {
-    let made = rcgen::generate_simple_self_signed(vec![NAME.to_string()]).unwrap();
-    let der = made.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_pair.serialize_der()));
-    let certificate = ServerCertificate::fixed(vec![der.clone()], key).unwrap();
+    let (certificate, der) = common::certificate(NAME);
     let quic = QuicServer::new(certificate, service, &config, Duration::from_secs(5)).unwrap();
     let bound = bind_quic("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = bound.local_addr().unwrap();

@@ -3,6 +3,8 @@
 //! connection, and the close is counted under its reason. Tests wait on what
 //! the client can observe (an answer, the close), never on time.
 
+mod common;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,13 +20,6 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 const SHORT: Duration = Duration::from_millis(200);
 /// Server timeouts no test waits out: a close seen is not theirs.
 const LONG: Duration = Duration::from_secs(600);
-
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
-    out.clear();
-    out.extend_from_slice(query);
-    out[2] |= 0x80;
-    true
-}
 
 /// `www.example. A` with RD set.
 fn query(id: u16) -> Vec<u8> {
@@ -49,7 +44,7 @@ impl Drop for Server {
 }
 
 fn server(config: TcpConfig) -> Server {
-    server_with(config, 1, || echo)
+    server_with(config, 1, || common::echo)
 }
 
 fn server_with<F, H>(config: TcpConfig, threads: usize, make_handler: F) -> Server
@@ -282,7 +277,7 @@ impl bulwark_net::QueryHandler for HoldsOne {
             // the accept of the next connection, and the test would hang.
             tokio::task::block_in_place(|| self.release.lock().unwrap().recv().unwrap());
         }
-        echo(query, peer, local, out)
+        common::echo(query, peer, local, out)
     }
 }
 

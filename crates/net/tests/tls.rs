@@ -4,6 +4,8 @@
 //! certificate reload that leaves established connections alone. Tests wait on
 //! what the client observes (an answer, a close), never on time.
 
+mod common;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -19,13 +21,6 @@ use rustls::{ClientConfig, ClientConnection, HandshakeKind, RootCertStore, Strea
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 const NAME: &str = "dot.bulwark.test";
-
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
-    out.clear();
-    out.extend_from_slice(query);
-    out[2] |= 0x80;
-    true
-}
 
 /// A self-signed certificate for `NAME`, as PEM files in a fresh directory.
 struct Identity {
@@ -105,7 +100,7 @@ fn server_with(id: &Identity, handshake_timeout: Duration, config: TcpConfig) ->
         .build()
         .unwrap();
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
-    rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || echo, st, s).await });
+    rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || common::echo, st, s).await });
     Server {
         addr,
         stats,

@@ -6,6 +6,8 @@
 //! pressure, which get fewer streams. Each time the server stays within its
 //! caps, counts what it closed, and keeps answering an honest client.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,22 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulwark_net::https::ALPN_DOH;
-use bulwark_net::tls::{ServerCertificate, TlsServer, ALPN_DOT};
+use bulwark_net::tls::{TlsServer, ALPN_DOT};
 use bulwark_net::{bind_tcp, serve_https, serve_tls, DohConfig, Shutdown, TcpConfig, TcpStats};
 use bulwark_testkit::wire::{self, read_framed};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 const NAME: &str = "abuse.bulwark.test";
-
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
-    out.clear();
-    out.extend_from_slice(query);
-    if let Some(b) = out.get_mut(2) {
-        *b |= 0x80;
-    }
-    true
-}
 
 struct Server {
     addr: SocketAddr,
@@ -45,10 +38,7 @@ impl Drop for Server {
 }
 
 fn server(config: TcpConfig, https: bool) -> Server {
-    let made = rcgen::generate_simple_self_signed(vec![NAME.to_string()]).unwrap();
-    let der = made.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_pair.serialize_der()));
-    let certificate = ServerCertificate::fixed(vec![der.clone()], key).unwrap();
+    let (certificate, der) = common::certificate(NAME);
     let alpn: &[&[u8]] = if https { &ALPN_DOH } else { &[ALPN_DOT] };
     let tls = TlsServer::new(certificate, alpn, Duration::from_secs(600)).unwrap();
     let listener = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -63,9 +53,11 @@ fn server(config: TcpConfig, https: bool) -> Server {
     let (s, st) = (shutdown.clone(), Arc::clone(&stats));
     if https {
         let listeners = vec![(listener, tls, DohConfig::default())];
-        rt.spawn(async move { serve_https(listeners, config, || echo, st, s).await });
+        rt.spawn(async move { serve_https(listeners, config, || common::echo, st, s).await });
     } else {
-        rt.spawn(async move { serve_tls(vec![(listener, tls)], config, || echo, st, s).await });
+        rt.spawn(
+            async move { serve_tls(vec![(listener, tls)], config, || common::echo, st, s).await },
+        );
     }
     Server {
         addr,
