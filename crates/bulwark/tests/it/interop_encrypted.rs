@@ -22,15 +22,6 @@ use crate::support::{self, ChildGuard};
 
 const ORIGIN: &str = "diff.test.";
 
-/// A self-signed certificate for `localhost` (its own CA), as PEM files.
-fn write_certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
-    (cert, key)
-}
-
 struct DotServer {
     process: ChildGuard,
     dot: SocketAddr,
@@ -44,7 +35,7 @@ struct DotServer {
 
 fn start() -> DotServer {
     let dir = support::temp_dir("bulwark-dot-");
-    let (cert, key) = write_certificate(dir.path());
+    let (cert, key) = support::write_certificate(dir.path());
     let control = dir.path().join("control.sock");
     let config = dir.path().join("bulwark.toml");
     let zone = support::data_dir().join("diff.zone");
@@ -143,7 +134,7 @@ fn kdig_and_dig_verify_the_certificate_and_read_answers_over_tls() {
 
     // A client that trusts another CA does not get in.
     let other = support::temp_dir("bulwark-dot-other-");
-    let (other_ca, _) = write_certificate(other.path());
+    let (other_ca, _) = support::write_certificate(other.path());
     let text = kdig(&kdig_bin, s.dot, &other_ca, &[], "www.diff.test.");
     assert!(!text.contains("status: NOERROR"), "{text}");
 }
@@ -260,7 +251,7 @@ fn a_reload_serves_the_new_certificate_to_new_connections() {
         "{status}"
     );
     let old_ca = s.dir_copy("old-ca.pem");
-    write_certificate(s.cert.parent().unwrap());
+    support::write_certificate(s.cert.parent().unwrap());
     let out = Command::new(support::bulwark_bin())
         .args(["ctl", "--socket"])
         .arg(&s.control)

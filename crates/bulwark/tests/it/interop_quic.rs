@@ -35,10 +35,7 @@ struct QuicServer {
 
 fn start() -> QuicServer {
     let dir = support::temp_dir("bulwark-quic-");
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let cert = dir.path().join("cert.pem");
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let (cert, _) = support::write_certificate(dir.path());
     let tap = dir.path().join("quic.tap");
     let control = dir.path().join("control.sock");
     let config = dir.path().join("bulwark.toml");
@@ -136,9 +133,8 @@ fn dnspython_asks_over_doq_and_http3_and_dnstap_marks_doq() {
     check_answers(&ask(&python, "h3get", s.doh3, &s.cert, &QUERIES));
 
     // A client that trusts another CA does not get in.
-    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let other_ca = s.dir.path().join("other.pem");
-    std::fs::write(&other_ca, other.cert.pem()).unwrap();
+    let other = support::temp_dir("bulwark-quic-other-");
+    let (other_ca, _) = support::write_certificate(other.path());
     let out = Command::new(&python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/quic_client.py"))
         .args(["doq", "127.0.0.1", &s.doq.port().to_string()])
@@ -178,16 +174,7 @@ fn dnspython_asks_over_doq_and_http3_and_dnstap_marks_doq() {
     s.process
         .wait_exit(std::time::Duration::from_secs(10))
         .expect("bulwark stops on SIGTERM");
-    let yaml = support::run_tool(
-        &support::bulwark_bin(),
-        &[
-            "dnstap".to_string(),
-            "read".to_string(),
-            "--format".to_string(),
-            "yaml".to_string(),
-            s.tap.display().to_string(),
-        ],
-    );
+    let yaml = support::dnstap_yaml(&s.tap);
     assert_eq!(
         yaml.matches("socket_protocol: DOQ").count(),
         6,
@@ -327,9 +314,7 @@ fn status_names_the_quic_listeners_and_a_reload_serves_them_the_new_certificate(
 
     let old_ca = s.dir.path().join("old-ca.pem");
     std::fs::copy(&s.cert, &old_ca).unwrap();
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(&s.cert, made.cert.pem()).unwrap();
-    std::fs::write(s.dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    support::write_certificate(s.dir.path());
     let (ok, said) = ctl(&s, "reload");
     assert!(ok, "{said}");
     for (mode, server) in [("doq", s.doq), ("h3", s.doh3)] {

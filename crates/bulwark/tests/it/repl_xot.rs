@@ -73,10 +73,7 @@ fn kdig_and_named_transfer_the_zone_from_bulwark_over_tls() {
         return;
     };
     let dir = support::temp_dir("bulwark-xot-");
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let ca = dir.path().join("cert.pem");
-    std::fs::write(&ca, made.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let (ca, _) = support::write_certificate(dir.path());
     std::fs::write(dir.path().join("xot.zone"), ZONE).unwrap();
     let conf = dir.path().join("bulwark.toml");
     std::fs::write(
@@ -206,9 +203,7 @@ fn bulwark_transfers_the_zone_from_named_over_tls_only() {
         return;
     };
     let dir = support::temp_dir("bulwark-xot-secondary-");
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.path().join("cert.pem"), made.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    support::write_certificate(dir.path());
     let named_dir = support::temp_dir("named-xot-primary-");
     std::fs::copy(
         dir.path().join("cert.pem"),

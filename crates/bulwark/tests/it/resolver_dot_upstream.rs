@@ -139,16 +139,7 @@ fn forwarding_over_tls_checks_the_name_or_the_pin_of_unbound() {
     bulwark
         .wait_exit(TIMEOUT)
         .expect("bulwark stops on SIGTERM");
-    let yaml = support::run_tool(
-        &support::bulwark_bin(),
-        &[
-            "dnstap".to_string(),
-            "read".to_string(),
-            "--format".to_string(),
-            "yaml".to_string(),
-            tap.display().to_string(),
-        ],
-    );
+    let yaml = support::dnstap_yaml(&tap);
     assert!(yaml.contains("FORWARDER_RESPONSE"), "{yaml}");
     assert!(yaml.contains("socket_protocol: DOT"), "{yaml}");
     assert!(!yaml.contains("socket_protocol: UDP"), "{yaml}");

@@ -448,10 +448,7 @@ fn clients_over_tls_https_and_quic_are_resolved_for_with_padded_answers_that_dns
     ) else {
         return;
     };
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let cert = dir.path().join("cert.pem");
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), made.key_pair.serialize_pem()).unwrap();
+    let (cert, _) = support::write_certificate(dir.path());
     let tap = dir.path().join("resolver.tap");
     let extra = format!(
         "\n[[listener]]\naddress = \"127.0.0.1:0\"\ntransport = \"tls\"\ncertificate = \"cert.pem\"\nkey = \"key.pem\"\n\n\
@@ -540,16 +537,7 @@ fn clients_over_tls_https_and_quic_are_resolved_for_with_padded_answers_that_dns
             .all(|l| !l.contains(" CR ") || l.contains(" 468b ")),
         "{text}"
     );
-    let yaml = support::run_tool(
-        &support::bulwark_bin(),
-        &[
-            "dnstap".to_string(),
-            "read".to_string(),
-            "--format".to_string(),
-            "yaml".to_string(),
-            tap.display().to_string(),
-        ],
-    );
+    let yaml = support::dnstap_yaml(&tap);
     assert_eq!(
         yaml.matches("socket_protocol: DOT").count(),
         4,

@@ -998,6 +998,32 @@ pub fn exchange_tcp(addr: SocketAddr, wire: &[u8], timeout: Duration) -> io::Res
 
 /// Runs an external client (dig, kdig) and returns its stdout, failing the
 /// test with its stderr if it exits non-zero.
+/// A self-signed certificate for `localhost` (its own CA), written to
+/// `dir` as `cert.pem` and `key.pem`, whose paths are returned.
+pub fn write_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    fs::write(&cert, made.cert.pem()).unwrap();
+    fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// A dnstap file as `bulwark dnstap read --format yaml` prints it, which
+/// names every `socket_protocol` (dnstap-ldns's schema predates DOT, DOH
+/// and DOQ).
+pub fn dnstap_yaml(tap: &Path) -> String {
+    run_tool(
+        &bulwark_bin(),
+        &[
+            "dnstap".to_string(),
+            "read".to_string(),
+            "--format".to_string(),
+            "yaml".to_string(),
+            tap.display().to_string(),
+        ],
+    )
+}
+
 pub fn run_tool(program: &Path, args: &[String]) -> String {
     let out = Command::new(program)
         .args(args)
