@@ -216,10 +216,8 @@ pub(crate) fn method_of(method: &hyper::Method) -> Method {
 }
 
 /// The request target: the path and query of the URI.
-pub(crate) fn target_of(uri: &hyper::Uri) -> String {
-    uri.path_and_query()
-        .map_or(uri.path(), |p| p.as_str())
-        .to_string()
+pub(crate) fn target_of(uri: &hyper::Uri) -> &str {
+    uri.path_and_query().map_or(uri.path(), |p| p.as_str())
 }
 
 impl<H> Exchange<H> {
@@ -297,12 +295,13 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
     }
 
     async fn answer_request(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        let method = method_of(req.method());
-        let target = target_of(req.uri());
-        let content_type = req.headers().get(CONTENT_TYPE).cloned();
+        // The head is read in place; only the body moves to be collected.
+        let (head, body) = req.into_parts();
+        let method = method_of(&head.method);
         let body = move |limit: usize| async move {
-            match Limited::new(req.into_body(), limit).collect().await {
-                Ok(body) => Ok(body.to_bytes().to_vec()),
+            match Limited::new(body, limit).collect().await {
+                // No copy when the body came in one piece.
+                Ok(body) => Ok(Vec::from(body.to_bytes())),
                 Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
                 Err(_) => Err(BodyError::Unreadable),
             }
@@ -310,8 +309,8 @@ impl<H: QueryHandler + Send + 'static> Exchange<H> {
         let reply = self
             .reply(
                 method,
-                &target,
-                content_type.as_ref().map(HeaderValue::as_bytes),
+                target_of(&head.uri),
+                head.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes),
                 body,
             )
             .await;

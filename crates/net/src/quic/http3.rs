@@ -114,15 +114,16 @@ async fn answer<H: QueryHandler + Send + 'static>(
 ) {
     exchange.activity.in_flight.fetch_add(1, Ordering::Relaxed);
     let method = method_of(request.method());
-    let target = target_of(request.uri());
-    let content_type = request.headers().get(CONTENT_TYPE).cloned();
     let (mut stream, mut recv) = stream.split();
     let body = move |limit: usize| async move { read_body(&mut recv, limit).await };
     let reply = exchange
         .reply(
             method,
-            &target,
-            content_type.as_ref().map(http::HeaderValue::as_bytes),
+            target_of(request.uri()),
+            request
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(http::HeaderValue::as_bytes),
             body,
         )
         .await;
