@@ -78,15 +78,10 @@ pub fn read_query(stream: &[u8]) -> Result<&[u8], StreamError> {
     Ok(message)
 }
 
-/// Appends `message` to `out` as a stream carries it: its length, then it.
-/// `false` (and nothing appended) for a message too long to frame.
-pub fn frame(message: &[u8], out: &mut Vec<u8>) -> bool {
-    let Ok(len) = u16::try_from(message.len()) else {
-        return false;
-    };
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(message);
-    true
+/// The two octets a stream carries before `message` (RFC 9250 §4.2): its
+/// length; `None` for a message too long to frame.
+pub fn length_prefix(message: &[u8]) -> Option<[u8; 2]> {
+    u16::try_from(message.len()).ok().map(u16::to_be_bytes)
 }
 
 /// Whether a query may be answered from 0-RTT data, which an attacker can
@@ -118,8 +113,8 @@ mod tests {
     }
 
     fn framed(message: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        assert!(frame(message, &mut out));
+        let mut out = length_prefix(message).unwrap().to_vec();
+        out.extend_from_slice(message);
         out
     }
 

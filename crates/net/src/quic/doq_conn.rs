@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bulwark_proto::Rcode;
+use bytes::Bytes;
 use quinn::{ReadToEndError, RecvStream, SendStream, VarInt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -194,12 +195,8 @@ async fn write_messages<H>(
     now: Option<Vec<u8>>,
     job: Option<Deferred>,
 ) -> Result<(), ()> {
-    let mut framed = Vec::new();
     if let Some(m) = now {
-        if !doq::frame(&m, &mut framed) {
-            return Err(());
-        }
-        write(shared, send, &framed).await?;
+        write(shared, send, m).await?;
     }
     if let Some(job) = job {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(TCP_QUEUE);
@@ -214,11 +211,7 @@ async fn write_messages<H>(
                     return Err(());
                 }
             };
-            framed.clear();
-            if !doq::frame(&message, &mut framed) {
-                return Err(());
-            }
-            write(shared, send, &framed).await?;
+            write(shared, send, message).await?;
         }
     }
     send.finish().map_err(|_| ())?;
@@ -226,10 +219,15 @@ async fn write_messages<H>(
     Ok(())
 }
 
-/// One write, bounded in time: a client that stops reading loses the
-/// stream, not the server's memory or a task.
-async fn write<H>(shared: &Streams<H>, send: &mut SendStream, octets: &[u8]) -> Result<(), ()> {
-    match tokio::time::timeout(shared.reply_wait, send.write_all(octets)).await {
+/// Writes one message after its length, bounded in time: a client that
+/// stops reading loses the stream, not the server's memory or a task. The
+/// message is handed to quinn as it is, not copied behind its length.
+async fn write<H>(shared: &Streams<H>, send: &mut SendStream, message: Vec<u8>) -> Result<(), ()> {
+    let Some(prefix) = doq::length_prefix(&message) else {
+        return Err(());
+    };
+    let mut chunks = [Bytes::copy_from_slice(&prefix), Bytes::from(message)];
+    match tokio::time::timeout(shared.reply_wait, send.write_all_chunks(&mut chunks)).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(_)) => Err(()),
         Err(_) => {
