@@ -19,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
 SANITIZER="${FUZZ_SANITIZER:-address}"
-ALL_TARGETS=(message_parse message_roundtrip answer_query zone_parse tcp_framing doh_request doq_stream
+ALL_TARGETS=(message_parse message_roundtrip answer_query zone_parse tcp_framing doh_request doq_stream xdp_frame
     xfr_update transfer_reader tsig_verify resolver_responses validate_records trust_anchors
     anchor_state)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"

@@ -18,6 +18,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # adduser, and libfaketime (package faketime) for Unbound's clock in the
 # Deckard resolver scenarios (crates/bulwark/tests/it/resolver_scenarios.rs),
 # dnsperf and curl (DNS over TLS and HTTPS, crates/bulwark/tests/it/interop_encrypted.rs),
+# clang, llvm and libbpf-dev, which rebuild the XDP program to check the
+# committed object (crates/net/tests/xdp_filter_object.rs), iproute2 for the
+# namespaces and veth links of the XDP tests,
 # and dns-root-data, whose root anchors the built-in ones are checked against
 # (crates/resolver/tests/validate.rs).
 PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsutils
@@ -25,7 +28,8 @@ PACKAGES=(knot knot-dnsutils knot-module-dnstap nsd bind9 bind9-utils bind9-dnsu
     python3-prometheus-client dnsperf curl
     systemd softhsm2 opensc
     dpkg-dev lintian man-db adduser
-    faketime)
+    faketime
+    clang llvm libbpf-dev iproute2)
 
 CURRENT_STEP="start"
 step() {

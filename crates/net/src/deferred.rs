@@ -44,6 +44,11 @@ enum Kind {
         counters: Arc<Counters>,
     },
     Tcp(mpsc::Sender<Vec<u8>>),
+    /// To the AF_XDP worker that received the query, which owns its TX ring.
+    Xdp {
+        replier: crate::xdp::Replier,
+        flow: crate::xdp::frame::Flow,
+    },
 }
 
 /// Messages a TCP connection holds from a deferred job before the job waits:
@@ -65,6 +70,12 @@ impl Responder {
                 control,
                 counters,
             },
+        }
+    }
+
+    pub(crate) fn xdp(replier: crate::xdp::Replier, flow: crate::xdp::frame::Flow) -> Responder {
+        Responder {
+            kind: Kind::Xdp { replier, flow },
         }
     }
 
@@ -91,6 +102,7 @@ impl Responder {
                 counters,
             } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.blocking_send(msg).map_err(|_| ResponderClosed),
+            Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
     }
 
@@ -106,6 +118,7 @@ impl Responder {
                 counters,
             } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.try_send(msg).map_err(|_| ResponderClosed),
+            Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
     }
 
@@ -119,7 +132,21 @@ impl Responder {
                 counters,
             } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
             Kind::Tcp(tx) => tx.send(msg).await.map_err(|_| ResponderClosed),
+            Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
+    }
+}
+
+/// One datagram, handed to the worker; like any UDP reply, one attempt.
+fn send_xdp(
+    replier: &crate::xdp::Replier,
+    flow: &crate::xdp::frame::Flow,
+    msg: Vec<u8>,
+) -> Result<(), ResponderClosed> {
+    if replier.send(*flow, msg) {
+        Ok(())
+    } else {
+        Err(ResponderClosed)
     }
 }
 

@@ -26,6 +26,13 @@ pub enum NetError {
     Shutdown(io::Error),
     #[error("TCP listener: {0}")]
     Listener(io::Error),
+    /// Setting up the AF_XDP path on an interface.
+    #[error("XDP on {interface}: {what}: {cause}")]
+    Xdp {
+        interface: String,
+        what: &'static str,
+        cause: String,
+    },
 }
 
 impl NetError {

@@ -36,6 +36,7 @@ mod systemd;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod xdp;
 
 use std::net::SocketAddr;
 
@@ -56,6 +57,7 @@ pub use systemd::sd_notify;
 pub use tcp::{bind_tcp, serve_https, serve_tcp, serve_tls, BoundTcp, TcpConfig, TcpStats};
 pub use tls::{ServerCertificate, TlsError, TlsServer};
 pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
+pub use xdp::{bind_xdp, BoundXdp, XdpConfig, XdpInfo, XdpStats, XdpWorkers};
 
 /// The queries of one received batch, by index, for
 /// [`QueryHandler::start_of_batch`]: a handler may read them more than once.

@@ -34,6 +34,25 @@ pub(crate) fn poll(fds: &mut [libc::pollfd]) -> io::Result<usize> {
     usize::try_from(r).map_err(|_| io::Error::last_os_error())
 }
 
+/// poll(2) waiting at most `timeout_ms` milliseconds; an interrupted wait
+/// counts as a timeout (the caller loops anyway).
+pub(crate) fn poll_for(fds: &mut [libc::pollfd], timeout_ms: i32) -> usize {
+    let Ok(n) = libc::nfds_t::try_from(fds.len()) else {
+        return 0;
+    };
+    // SAFETY: `fds` is a live, exclusively borrowed slice of exactly `n` pollfds.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), n, timeout_ms) };
+    usize::try_from(r).unwrap_or(0)
+}
+
+/// Reads a non-blocking eventfd's count back to zero.
+pub(crate) fn eventfd_clear(fd: RawFd) {
+    let mut count: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64, as eventfd requires; EAGAIN
+    // when the count is already zero.
+    let _ = unsafe { libc::read(fd, (&mut count as *mut u64).cast(), mem::size_of::<u64>()) };
+}
+
 fn zeroed_mmsghdr() -> libc::mmsghdr {
     // SAFETY: mmsghdr is plain data (integers and nullable pointers): all-zero is valid.
     unsafe { mem::zeroed() }
@@ -660,4 +679,97 @@ mod tests {
         assert_eq!(b.capacity(), 1);
         assert_eq!(b.slot, 512);
     }
+}
+
+/// What the AF_XDP path needs to know of an interface, asked of the kernel in
+/// the calling thread's network namespace (sysfs shows the namespace that
+/// mounted it, which need not be ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InterfaceFacts {
+    pub index: u32,
+    pub mtu: usize,
+    /// Receive queues in use (ethtool's channels), at least 1.
+    pub rx_queues: u32,
+}
+
+/// `struct ethtool_channels` (linux/ethtool.h), which libc lacks.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+fn ifreq_for(name: &str) -> io::Result<libc::ifreq> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: ifreq is plain data (a name array and a union of integers,
+    // sockaddrs and a nullable pointer): all-zero is valid.
+    let mut req: libc::ifreq = unsafe { mem::zeroed() };
+    for (slot, b) in req.ifr_name.iter_mut().zip(bytes) {
+        *slot = libc::c_char::from_ne_bytes([*b]);
+    }
+    Ok(req)
+}
+
+pub(crate) fn interface_facts(name: &str) -> io::Result<InterfaceFacts> {
+    // SAFETY: a plain socket(2), owned at once below; ioctls need one.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nothing else owns.
+    let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+
+    let mut req = ifreq_for(name)?;
+    // SAFETY: SIOCGIFINDEX reads the name from and writes the index into
+    // the live ifreq.
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFINDEX, &mut req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFINDEX filled the union's ifindex member.
+    let index = unsafe { req.ifr_ifru.ifru_ifindex };
+
+    let mut req = ifreq_for(name)?;
+    // SAFETY: as above, for the MTU.
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFMTU filled the union's mtu member.
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+
+    let mut channels = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
+    let mut req = ifreq_for(name)?;
+    req.ifr_ifru.ifru_data = (&mut channels as *mut EthtoolChannels).cast();
+    // SAFETY: SIOCETHTOOL with ETHTOOL_GCHANNELS writes one ethtool_channels
+    // through ifru_data, which points at a live one.
+    let rx_queues = if unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) } < 0 {
+        // A driver without channels has one queue.
+        1
+    } else {
+        channels
+            .rx_count
+            .saturating_add(channels.combined_count)
+            .max(1)
+    };
+    Ok(InterfaceFacts {
+        index: u32::try_from(index).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?,
+        mtu: usize::try_from(mtu).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?,
+        rx_queues,
+    })
 }

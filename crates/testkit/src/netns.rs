@@ -26,11 +26,13 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::fs::File;
 use std::net::IpAddr;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use nix::sched::{unshare, CloneFlags};
+use nix::sched::{setns, unshare, CloneFlags};
 
 thread_local! {
     /// Set on the thread [`isolated`] moved into a private namespace, so that
@@ -122,6 +124,94 @@ pub fn add_address(address: IpAddr) -> Result<(), NetnsError> {
         Err(e) if e.contains("File exists") || e.contains("already assigned") => Ok(()),
         Err(e) => Err(NetnsError::Ip(e)),
     }
+}
+
+/// A second network namespace, a host of its own at the far end of a
+/// [`veth`] link, held open by a file for as long as this lives. A thread
+/// joins it with [`Namespace::enter`]; programs it then starts run there.
+#[derive(Debug)]
+pub struct Namespace {
+    file: File,
+}
+
+impl Namespace {
+    /// A fresh namespace with `lo` up.
+    pub fn new() -> Result<Namespace, NetnsError> {
+        let maker = std::thread::Builder::new()
+            .name("netns-new".to_string())
+            .spawn(|| -> Result<File, NetnsError> {
+                unshare(CloneFlags::CLONE_NEWNET).map_err(NetnsError::Unshare)?;
+                ip(&["link", "set", "lo", "up"]).map_err(NetnsError::Ip)?;
+                File::open("/proc/thread-self/ns/net")
+                    .map_err(|e| NetnsError::Ip(format!("/proc/thread-self/ns/net: {e}")))
+            })
+            .map_err(|e| NetnsError::Ip(format!("cannot start a thread: {e}")))?;
+        let file = maker
+            .join()
+            .map_err(|_| NetnsError::Ip("the namespace's thread panicked".to_string()))??;
+        Ok(Namespace { file })
+    }
+
+    /// Moves the calling thread into this namespace, for good: call it on a
+    /// thread of its own.
+    pub fn enter(&self) -> Result<(), NetnsError> {
+        setns(&self.file, CloneFlags::CLONE_NEWNET).map_err(NetnsError::Unshare)
+    }
+
+    /// A path naming the namespace, as `ip link set ... netns` takes it.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.file.as_raw_fd()
+        ))
+    }
+}
+
+/// One end of a [`veth`] link: its name and its addresses (with prefix).
+#[derive(Debug, Clone, Copy)]
+pub struct LinkEnd<'a> {
+    pub name: &'a str,
+    pub addresses: &'a [&'a str],
+}
+
+/// A veth pair from the calling thread's namespace (one [`isolated`] made)
+/// to `far_ns`, both ends up with their addresses. IPv6 addresses skip
+/// duplicate address detection, so they work at once.
+pub fn veth(near: LinkEnd<'_>, far_ns: &Namespace, far: LinkEnd<'_>) -> Result<(), NetnsError> {
+    if !is_isolated() {
+        return Err(NetnsError::Ip(
+            "refusing to add a veth link outside a private network namespace".to_string(),
+        ));
+    }
+    ip(&[
+        "link", "add", near.name, "type", "veth", "peer", "name", far.name,
+    ])
+    .map_err(NetnsError::Ip)?;
+    let path = far_ns.path();
+    let path = path.to_string_lossy();
+    ip(&["link", "set", far.name, "netns", &path]).map_err(NetnsError::Ip)?;
+    configure(near)?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                far_ns.enter()?;
+                configure(far)
+            })
+            .join()
+            .map_err(|_| NetnsError::Ip("the far end's thread panicked".to_string()))?
+    })
+}
+
+fn configure(end: LinkEnd<'_>) -> Result<(), NetnsError> {
+    for a in end.addresses {
+        let mut args = vec!["addr", "add", a, "dev", end.name];
+        if a.contains(':') {
+            args.push("nodad");
+        }
+        ip(&args).map_err(NetnsError::Ip)?;
+    }
+    ip(&["link", "set", end.name, "up"]).map_err(NetnsError::Ip)
 }
 
 fn bring_up_loopback() -> Result<(), NetnsError> {
