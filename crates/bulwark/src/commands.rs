@@ -62,6 +62,8 @@ pub struct Status {
     /// `None` before the workers start.
     pub udp: Option<UdpStats>,
     pub tcp: TcpCounts,
+    /// Each AF_XDP path (`[[xdp]]`): how it runs and its counts.
+    pub xdp: Vec<(bulwark_net::XdpInfo, bulwark_net::XdpStats)>,
     /// `None` when rate limiting is off.
     pub rrl: Option<RrlStats>,
     /// `None` when cookies are off: whether the secret is random (and
@@ -488,6 +490,26 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
         lines.push(format!(
             "udp received {} responded {} dropped {} send_errors {}",
             u.received, u.responded, u.dropped, u.send_errors
+        ));
+    }
+    for (info, x) in &s.xdp {
+        let queues: Vec<String> = info.queues.iter().map(u32::to_string).collect();
+        lines.push(format!(
+            "xdp {} queues {} {} {}",
+            info.interface,
+            queues.join(","),
+            if info.native { "native" } else { "generic" },
+            if info.zero_copy { "zero-copy" } else { "copy" },
+        ));
+        lines.push(format!(
+            "xdp {} received {} responded {} dropped {} truncated {} send_errors {} kernel_dropped {}",
+            info.interface,
+            x.received,
+            x.responded,
+            x.dropped,
+            x.truncated,
+            x.send_errors,
+            x.kernel.rx_dropped,
         ));
     }
     let t = &s.tcp;

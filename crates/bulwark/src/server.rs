@@ -78,6 +78,8 @@ pub struct App {
     pub(crate) keyring: Arc<ArcSwap<bulwark_xfr::tsig::KeyRing>>,
     pub(crate) shutdown: Shutdown,
     pub(crate) udp: Mutex<Option<UdpWorkers>>,
+    /// The AF_XDP paths (`[[xdp]]`), one per interface.
+    pub(crate) xdp: Mutex<Vec<bulwark_net::XdpWorkers>>,
     pub(crate) tcp_stats: Arc<TcpStats>,
     /// DNS over TLS connections; counted only when a DoT listener is bound.
     pub(crate) tls_stats: Arc<TcpStats>,
@@ -183,6 +185,14 @@ impl App {
 }
 
 impl App {
+    /// Each AF_XDP path: how it runs and what it counted.
+    fn xdp_figures(&self) -> Vec<(bulwark_net::XdpInfo, bulwark_net::XdpStats)> {
+        self.xdp
+            .lock()
+            .map(|g| g.iter().map(|w| (w.info().clone(), w.stats())).collect())
+            .unwrap_or_default()
+    }
+
     /// Every statistic, read from the parts that count.
     fn metric_families(&self) -> Vec<crate::stats::Family> {
         let udp = self
@@ -195,6 +205,7 @@ impl App {
         crate::stats::collect::families(&crate::stats::collect::Sources {
             registry: &self.stats,
             udp,
+            xdp: self.xdp_figures(),
             tcp: &self.tcp_stats,
             tls: encrypted_on.then_some(&*self.tls_stats),
             https: encrypted_on.then_some(&*self.https_stats),
@@ -237,6 +248,7 @@ impl ControlPlane for App {
                 .ok()
                 .and_then(|g| g.as_ref().map(UdpWorkers::stats)),
             tcp: TcpCounts::of(&self.tcp_stats),
+            xdp: self.xdp_figures(),
             rrl: self.rrl.as_ref().map(|r| r.stats()),
             cookies: self.cookies.as_ref().map(|c| {
                 (
@@ -496,6 +508,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         keyring: Arc::new(ArcSwap::new(Arc::clone(&settings.keyring))),
         shutdown: shutdown.clone(),
         udp: Mutex::new(None),
+        xdp: Mutex::new(Vec::new()),
         tcp_stats: Arc::new(TcpStats::default()),
         tls_stats: Arc::new(TcpStats::default()),
         https_stats: Arc::new(TcpStats::default()),
@@ -586,6 +599,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Ok(mut b) = app.encrypted_bound.lock() {
         b.clone_from(&encrypted_addrs);
     }
+    // AF_XDP needs CAP_NET_ADMIN and CAP_BPF: attached before they go.
+    let xdp_bound = settings
+        .xdp
+        .iter()
+        .map(bulwark_net::bind_xdp)
+        .collect::<Result<Vec<_>, _>>()?;
     let addrs = udp.local_addrs().to_vec();
     if let Ok(mut b) = app.bound.lock() {
         b.clone_from(&addrs);
@@ -650,6 +669,22 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     if let Ok(mut g) = app.udp.lock() {
         *g = Some(workers);
+    }
+    for bound in xdp_bound {
+        let info = bound.info();
+        let make =
+            |_| ServerHandler::new(&shared, Via::Udp).with_response_cache(settings.response_cache);
+        let workers = bound.spawn(make, &shutdown)?;
+        tracing::info!(
+            interface = %info.interface,
+            queues = ?info.queues,
+            native = info.native,
+            zero_copy = info.zero_copy,
+            "serving UDP through AF_XDP"
+        );
+        if let Ok(mut g) = app.xdp.lock() {
+            g.push(workers);
+        }
     }
     let tcp_config = TcpConfig {
         idle_timeout: settings.tcp_idle_timeout,
@@ -767,6 +802,21 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     crate::service::notify_stopping();
     if let Some(file) = ready_file.take() {
         file.withdraw();
+    }
+    let xdp: Vec<_> = app
+        .xdp
+        .lock()
+        .map(|mut g| g.drain(..).collect())
+        .unwrap_or_default();
+    for w in xdp {
+        let interface = w.info().interface.clone();
+        let s = w.join();
+        tracing::info!(
+            %interface,
+            received = s.received,
+            responded = s.responded,
+            "AF_XDP workers stopped"
+        );
     }
     let workers = app.udp.lock().ok().and_then(|mut g| g.take());
     if let Some(w) = workers {

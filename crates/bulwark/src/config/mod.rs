@@ -22,6 +22,7 @@ mod template;
 mod tests;
 mod tls;
 mod tsig;
+mod xdp;
 mod zone;
 
 use std::collections::BTreeMap;
@@ -80,6 +81,9 @@ pub struct ConfigFile {
     pub template: BTreeMap<String, template::TemplateSection>,
     /// Recursion: present turns it on.
     pub resolver: Option<resolver::ResolverSection>,
+    /// Interfaces served through AF_XDP.
+    #[serde(default)]
+    pub xdp: Vec<xdp::XdpSection>,
 }
 
 /// Every problem found, one per line, each saying where.
@@ -177,6 +181,7 @@ fn resolve(
         server::listen_addresses(&args.listen, &f.server, !f.listeners.is_empty(), src, p);
     let threads = server::threads(args.threads, &f.server);
     let udp_workers = server::udp_workers(&f.server, src, p);
+    let xdp = xdp::build_xdp(&f.xdp, src, p);
     let limits = server::build_limits(&f.server, src, p);
     let tls_limits = server::tls_limits(&f.server, src, p);
     let log_format = observability::build_log_format(args.log_format, &f.log);
@@ -300,5 +305,6 @@ fn resolve(
         resolver,
         tls_listeners: listeners.tls,
         tls_limits,
+        xdp,
     })
 }

@@ -631,3 +631,54 @@ fn udp_workers_are_threads_unless_the_runtime_is_asked_for() {
         "{err}"
     );
 }
+
+#[test]
+fn xdp_tables_take_an_interface_with_defaults_for_the_rest() {
+    use bulwark_net::xdp::{AttachMode, CopyMode};
+    assert!(settings("").unwrap().xdp.is_empty());
+    let s = settings("[[xdp]]\ninterface = \"eth0\"\n").unwrap();
+    assert_eq!(s.xdp.len(), 1);
+    let x = &s.xdp[0];
+    assert_eq!(
+        (x.interface.as_str(), &x.queues, x.port, x.attach, x.copy),
+        ("eth0", &None, 53, AttachMode::Auto, CopyMode::Auto)
+    );
+    let s = settings(
+        "[[xdp]]\ninterface = \"eth1\"\nqueues = [0, 3]\nport = 5300\nmode = \"generic\"\nzero_copy = \"off\"\n",
+    )
+    .unwrap();
+    let x = &s.xdp[0];
+    assert_eq!(
+        (&x.queues, x.port, x.attach, x.copy),
+        (&Some(vec![0, 3]), 5300, AttachMode::Generic, CopyMode::Copy)
+    );
+}
+
+#[test]
+fn xdp_mistakes_are_named_where_they_are_written() {
+    let err = settings(
+        "[[xdp]]\ninterface = \"a/b\"\n\n\
+         [[xdp]]\ninterface = \"eth0\"\nqueues = [1, 1]\nmode = \"fast\"\n\n\
+         [[xdp]]\ninterface = \"eth0\"\n\n\
+         [[xdp]]\ninterface = \"eth2\"\nqueues = [300]\nport = 0\nzero_copy = \"yes\"\n",
+    )
+    .unwrap_err();
+    let want = [
+        ("2:13", "is not an interface name"),
+        ("6:10", "queue 1 is given twice"),
+        ("7:8", "expected \"auto\", \"native\" or \"generic\""),
+        ("10:13", "`eth0` is given twice"),
+        ("14:10", "queue 300 is above 255"),
+        ("15:8", "port: must not be 0"),
+        ("16:13", "expected \"auto\", \"on\" or \"off\""),
+    ];
+    assert_eq!(err.problems.len(), want.len(), "{err}");
+    for (at, what) in want {
+        assert!(
+            err.problems.iter().any(|p| p
+                .starts_with(&format!("/etc/bulwark/bulwark.toml:{at}: "))
+                && p.contains(what)),
+            "no `{what}` at {at}:\n{err}"
+        );
+    }
+}

@@ -97,6 +97,8 @@ pub struct Settings {
     /// or `"https"`).
     pub tls_listeners: Vec<TlsListener>,
     pub tls_limits: TlsLimits,
+    /// Interfaces whose UDP DNS port is served through AF_XDP (`[[xdp]]`).
+    pub xdp: Vec<bulwark_net::XdpConfig>,
 }
 
 /// The user and group to run as after binding, resolved to numeric ids.

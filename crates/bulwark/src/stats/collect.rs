@@ -33,6 +33,8 @@ pub struct Sources<'a> {
     pub registry: &'a super::StatsRegistry,
     /// Zeros before the workers start.
     pub udp: UdpStats,
+    /// Each AF_XDP path; empty when none is configured.
+    pub xdp: Vec<(bulwark_net::XdpInfo, bulwark_net::XdpStats)>,
     pub tcp: &'a TcpStats,
     /// `None` when no DNS over TLS listener is configured.
     pub tls: Option<&'a TcpStats>,
@@ -396,6 +398,67 @@ fn connection_families(c: &TcpStats, names: &ConnectionFamilies) -> Vec<Family> 
     ]
 }
 
+/// The AF_XDP paths' counts, by interface.
+fn xdp_families(paths: &[(bulwark_net::XdpInfo, bulwark_net::XdpStats)]) -> Vec<Family> {
+    let by_interface = |f: fn(&bulwark_net::XdpStats) -> u64| {
+        paths
+            .iter()
+            .map(|(i, s)| int(vec![("interface", i.interface.clone())], f(s)))
+            .collect()
+    };
+    vec![
+        counter(
+            "bulwark_xdp_received_total",
+            "UDP datagrams received through AF_XDP.",
+            by_interface(|s| s.received),
+        ),
+        counter(
+            "bulwark_xdp_responded_total",
+            "Responses sent through AF_XDP.",
+            by_interface(|s| s.responded),
+        ),
+        counter(
+            "bulwark_xdp_dropped_total",
+            "Queries received through AF_XDP and not answered (ACL, rate limiting, unanswerable).",
+            by_interface(|s| s.dropped),
+        ),
+        counter(
+            "bulwark_xdp_truncated_total",
+            "AF_XDP responses cut to the question with TC because they did not fit the MTU.",
+            by_interface(|s| s.truncated),
+        ),
+        counter(
+            "bulwark_xdp_send_errors_total",
+            "AF_XDP responses lost for want of room in the TX ring or of a frame.",
+            by_interface(|s| s.send_errors),
+        ),
+        counter(
+            "bulwark_xdp_kernel_dropped_total",
+            "Frames for bulwark the kernel dropped before a worker saw them, by reason.",
+            paths
+                .iter()
+                .flat_map(|(i, s)| {
+                    [
+                        ("rx_ring_full", s.kernel.rx_ring_full),
+                        ("fill_ring_empty", s.kernel.rx_fill_ring_empty),
+                        ("invalid", s.kernel.rx_invalid),
+                        ("other", s.kernel.rx_dropped),
+                    ]
+                    .map(|(reason, n)| {
+                        int(
+                            vec![
+                                ("interface", i.interface.clone()),
+                                ("reason", reason.to_string()),
+                            ],
+                            n,
+                        )
+                    })
+                })
+                .collect(),
+        ),
+    ]
+}
+
 /// The families of the other sources, present whether statistics are on or not.
 fn server_families(sources: &Sources<'_>) -> Vec<Family> {
     let mut out = Vec::new();
@@ -415,6 +478,9 @@ fn server_families(sources: &Sources<'_>) -> Vec<Family> {
         "UDP responses the kernel refused to send.",
         one(udp.send_errors),
     ));
+    if !sources.xdp.is_empty() {
+        out.extend(xdp_families(&sources.xdp));
+    }
     out.extend(connection_families(sources.tcp, &TCP_FAMILIES));
     if let Some(tls) = sources.tls {
         out.extend(connection_families(tls, &TLS_FAMILIES));

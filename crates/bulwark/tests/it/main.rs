@@ -28,6 +28,7 @@ mod interop_dnstap;
 mod interop_encrypted;
 mod interop_quic;
 mod interop_validation;
+mod interop_xdp;
 mod ops_control;
 mod ops_metrics;
 mod ops_service;
