@@ -31,7 +31,7 @@ with open(os.path.join(out, "zone"), "w") as z:
     z.write("*.wild IN A 192.0.2.99\n*.wild IN TXT \"wildcard\"\n")
     for i in range(names):
         z.write(f"h{i} IN A 10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}\n")
-        z.write(f"h{i} IN AAAA 2001:db8:1::{i:x}\n")
+        z.write(f"h{i} IN AAAA 2001:db8:{1 + (i >> 16):x}::{i & 0xffff:x}\n")
     for i in range(100):
         z.write(f"alias{i} IN CNAME h{i}\n")
     for i in range(100):
