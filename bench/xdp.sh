@@ -29,6 +29,7 @@
 # Environment (all optional): DUR=5 ROUNDS=1 NAMES=500000 SIGNED=1
 #   GEN_QPS=2000000 SERVER_CPU=1 GEN_CPU=0 CFS_QUOTA=25000 CFS_PERIOD=100000
 #   FLOW_NET=10.99.4.0/22 MODES="xdp socket quota"
+#   XDP_SERVERS="bulwark-xdp knotd-xdp"  (the xdp mode's servers)
 #   CLASSES="www www-do nx-do mix distinct water nsec3-do"
 #   OUT=bench/RESULTS.md   BULWARK_BIN (built unless NO_BUILD=1)
 set -euo pipefail
@@ -246,7 +247,7 @@ mkdir -p "$(dirname "$ROWS")"
 : >"$ROWS"
 servers_of() {
     case $1 in
-    xdp) echo "bulwark-xdp knotd-xdp" ;;
+    xdp) echo "${XDP_SERVERS:-bulwark-xdp knotd-xdp}" ;;
     socket) echo "bulwark-socket" ;;
     quota) echo "bulwark-socket knotd-socket nsd-socket" ;;
     esac

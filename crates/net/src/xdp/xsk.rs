@@ -34,12 +34,17 @@ pub(crate) fn chunk_of(addr: u64) -> u64 {
 fn chunk(i: u32) -> u64 {
     u64::from(i).wrapping_mul(u64::from(FRAME_SIZE))
 }
-/// Frames per socket: the fill ring holds them all at the start.
-pub(crate) const FRAMES: u32 = 4096;
-const FILL_RING: u32 = 4096;
-const COMPLETION_RING: u32 = 4096;
-const RX_RING: u32 = 2048;
-const TX_RING: u32 = 2048;
+/// Frames per socket: the fill ring holds them all at the start. The kernel
+/// takes them from the fill ring in turn, so every frame is touched once per
+/// round of the pool: a smaller pool keeps fewer pages and cache lines in
+/// play. 2048 frames (8 MiB) still hold 4 ms of traffic at 500,000 queries
+/// a second; against 4096 the benchmark's figures moved within their noise
+/// (-3% to +10%), so the smaller pool is kept for its memory.
+pub(crate) const FRAMES: u32 = 2048;
+const FILL_RING: u32 = 2048;
+const COMPLETION_RING: u32 = 2048;
+const RX_RING: u32 = 1024;
+const TX_RING: u32 = 1024;
 
 /// Whether the socket may map the UMEM into the driver (zero-copy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +69,9 @@ struct Mapping {
 unsafe impl Send for Mapping {}
 
 impl Mapping {
+    /// Anonymous memory for the UMEM, in huge pages where the kernel allows
+    /// (transparent huge pages on `madvise`, the common default): frames
+    /// are used in turn, and with 4 KiB pages every one was a TLB miss.
     fn anonymous(len: usize) -> io::Result<Mapping> {
         // SAFETY: a fresh private anonymous mapping; no pointer is passed in.
         let ptr = unsafe {
@@ -71,12 +79,19 @@ impl Mapping {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
         };
-        Mapping::from_raw(ptr, len)
+        let mapping = Mapping::from_raw(ptr, len)?;
+        // SAFETY: advice on the mapping just made, whole; it changes how
+        // pages are backed, not what they hold. Refused advice (THP off)
+        // leaves 4 KiB pages, which work.
+        unsafe {
+            libc::madvise(mapping.ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
+        }
+        Ok(mapping)
     }
 
     fn ring(fd: RawFd, len: usize, offset: u64) -> io::Result<Mapping> {
