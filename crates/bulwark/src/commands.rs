@@ -509,7 +509,11 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
             x.dropped,
             x.truncated,
             x.send_errors,
-            x.kernel.rx_dropped,
+            x.kernel
+                .rx_dropped
+                .saturating_add(x.kernel.rx_ring_full)
+                .saturating_add(x.kernel.rx_fill_ring_empty)
+                .saturating_add(x.kernel.rx_invalid),
         ));
     }
     let t = &s.tcp;

@@ -45,6 +45,9 @@ const FILL_RING: u32 = 2048;
 const COMPLETION_RING: u32 = 2048;
 const RX_RING: u32 = 1024;
 const TX_RING: u32 = 1024;
+/// Kicks one flush may make: enough for a full TX ring at the kernel's 32
+/// frames a kick, and a bound if the kernel keeps saying EAGAIN.
+const MAX_KICKS: u32 = TX_RING / 32 + 1;
 
 /// Whether the socket may map the UMEM into the driver (zero-copy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +276,12 @@ impl<T: Copy> Producer<T> {
 
     pub(crate) fn submit(&self) {
         self.ring.producer().store(self.head, Ordering::Release);
+    }
+
+    /// Entries written that the kernel has not taken yet.
+    fn pending(&self) -> u32 {
+        self.head
+            .wrapping_sub(self.ring.consumer().load(Ordering::Acquire))
     }
 
     pub(crate) fn needs_wakeup(&self) -> bool {
@@ -579,10 +588,16 @@ impl Xsk {
     }
 
     /// Publishes the queued frames and, where the kernel asks for it, tells
-    /// it to send them.
+    /// it to send them. In copy mode one kick sends at most 32 frames
+    /// (the kernel's TX_BATCH_SIZE) and says EAGAIN when more are left: one
+    /// kick per round of 64 answers left half of them to find the ring full
+    /// and be lost, after all the work of answering. So it kicks until the
+    /// kernel has taken them all, or says something other than EAGAIN.
     pub(crate) fn flush_sends(&self) {
         self.tx.submit();
-        if self.tx.needs_wakeup() {
+        let mut kicks = MAX_KICKS;
+        while self.tx.needs_wakeup() && self.tx.pending() > 0 && kicks > 0 {
+            kicks = kicks.saturating_sub(1);
             // SAFETY: a zero-length sendto on our own socket: the AF_XDP
             // "kick"; no buffer is read.
             let rc = unsafe {
@@ -595,9 +610,11 @@ impl Xsk {
                     0,
                 )
             };
-            // EAGAIN, EBUSY, ENOBUFS: the kernel is busy sending; the
-            // frames stay queued and go with the next kick.
-            let _ = rc;
+            // EBUSY, ENOBUFS: the device is busy; the frames stay queued
+            // and go with the next round's kick.
+            if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
+                break;
+            }
         }
     }
 
