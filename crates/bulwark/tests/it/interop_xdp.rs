@@ -137,16 +137,7 @@ fn serve_and_ask(tools: &Tools, far: &Namespace, dir: &Path) {
 
     // 4 UDP queries came through XDP (v4 A, v6 AAAA, denied, dnspython);
     // 3 answered, 1 refused (a response too).
-    let status = String::from_utf8_lossy(
-        &Command::new(support::bulwark_bin())
-            .args(["ctl", "--socket"])
-            .arg(&control)
-            .arg("status")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .into_owned();
+    let status = ctl_status(&control);
     assert!(status.contains("xdp xa queues 0 native"), "{status}");
     assert!(
         status.contains("xdp xa received 4 responded 4 dropped 0 truncated 0 send_errors 0"),
@@ -184,16 +175,7 @@ fn serve_and_ask(tools: &Tools, far: &Namespace, dir: &Path) {
         full <= 40 && tc > 0,
         "rate limiting let {full} full answers and {tc} TC through"
     );
-    let after = String::from_utf8_lossy(
-        &Command::new(support::bulwark_bin())
-            .args(["ctl", "--socket"])
-            .arg(&control)
-            .arg("status")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .into_owned();
+    let after = ctl_status(&control);
     assert!(after.contains("xdp xa received 204 "), "{after}");
 
     process.signal("TERM");
@@ -214,6 +196,17 @@ fn serve_and_ask(tools: &Tools, far: &Namespace, dir: &Path) {
         2,
         "{yaml}"
     );
+}
+
+/// `bulwark ctl status` on `control`'s socket.
+fn ctl_status(control: &Path) -> String {
+    let out = Command::new(support::bulwark_bin())
+        .args(["ctl", "--socket"])
+        .arg(control)
+        .arg("status")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs `command` from a thread in `ns`, so the program lives there.
