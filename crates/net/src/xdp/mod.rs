@@ -7,8 +7,8 @@
 //! [`QueryHandler`] as the socket path (so ACLs, rate limiting, cookies,
 //! dnstap and counts are the same), and writes the reply over the query's
 //! own frame, addresses swapped, into the TX ring. Per query there is no
-//! allocation and no syscall; a batch costs at most one wake-up of the
-//! kernel to send.
+//! allocation and no syscall of its own; in copy mode the kernel is told to
+//! send once per 32 answers (its TX batch), in zero-copy once per round.
 //!
 //! What it does not do: TCP (it stays on sockets), IP fragments, IPv4
 //! options and IPv6 extension headers (all passed to the kernel, which
