@@ -278,12 +278,6 @@ impl<T: Copy> Producer<T> {
         self.ring.producer().store(self.head, Ordering::Release);
     }
 
-    /// Entries written that the kernel has not taken yet.
-    fn pending(&self) -> u32 {
-        self.head
-            .wrapping_sub(self.ring.consumer().load(Ordering::Acquire))
-    }
-
     pub(crate) fn needs_wakeup(&self) -> bool {
         self.ring.flags().load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
     }
@@ -591,12 +585,13 @@ impl Xsk {
     /// it to send them. In copy mode one kick sends at most 32 frames
     /// (the kernel's TX_BATCH_SIZE) and says EAGAIN when more are left: one
     /// kick per round of 64 answers left half of them to find the ring full
-    /// and be lost, after all the work of answering. So it kicks until the
-    /// kernel has taken them all, or says something other than EAGAIN.
+    /// and be lost, after all the work of answering. So it kicks again while
+    /// the kernel says EAGAIN (bounded). A zero-copy driver takes the whole
+    /// ring on one kick and sends from its own poll: one kick, no loop.
     pub(crate) fn flush_sends(&self) {
         self.tx.submit();
         let mut kicks = MAX_KICKS;
-        while self.tx.needs_wakeup() && self.tx.pending() > 0 && kicks > 0 {
+        while self.tx.needs_wakeup() && kicks > 0 {
             kicks = kicks.saturating_sub(1);
             // SAFETY: a zero-length sendto on our own socket: the AF_XDP
             // "kick"; no buffer is read.
@@ -610,9 +605,9 @@ impl Xsk {
                     0,
                 )
             };
-            // EBUSY, ENOBUFS: the device is busy; the frames stay queued
-            // and go with the next round's kick.
-            if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
+            // Sent, or EBUSY and ENOBUFS (the device is busy: the frames
+            // stay queued and go with the next round's kick).
+            if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
                 break;
             }
         }
