@@ -37,7 +37,7 @@ use crate::deferred::Responder;
 use crate::error::NetError;
 use crate::shutdown::Shutdown;
 use crate::QueryHandler;
-use frame::Flow;
+use frame::{Datagram, Flow};
 use frame_batch::Frames;
 use xsk::{chunk_of, Desc, Xsk, FRAME_SIZE};
 
@@ -306,6 +306,9 @@ struct Worker<H> {
 impl<H: QueryHandler> Worker<H> {
     fn run(mut self) {
         let mut received: Vec<Desc> = Vec::with_capacity(BATCH);
+        // Each frame's datagram, read once a round for the batch hook and
+        // the answers both.
+        let mut parsed: Vec<Option<Datagram>> = Vec::with_capacity(BATCH);
         let mut out = Vec::with_capacity(usize::try_from(FRAME_SIZE).unwrap_or(4096));
         let mut rounds: u32 = 0;
         while !self.shutdown.is_triggered() {
@@ -325,7 +328,7 @@ impl<H: QueryHandler> Worker<H> {
                 continue;
             }
             self.xsk.release_received();
-            self.answer(&received, &mut out);
+            self.answer(&received, &mut parsed, &mut out);
             rounds = rounds.wrapping_add(1);
             if rounds % 4096 == 0 {
                 self.publish_kernel_stats();
@@ -344,29 +347,31 @@ impl<H: QueryHandler> Worker<H> {
         crate::sys::eventfd_clear(self.wake.as_raw_fd());
     }
 
-    fn answer(&mut self, received: &[Desc], out: &mut Vec<u8>) {
+    fn answer(&mut self, received: &[Desc], parsed: &mut Vec<Option<Datagram>>, out: &mut Vec<u8>) {
         let mut answered = 0u64;
         let mut deferred = 0u64;
         touch_frames(&self.xsk, received);
+        parsed.clear();
+        parsed.extend(
+            received
+                .iter()
+                .map(|&d| self.xsk.frame(d).and_then(|f| frame::parse(f).ok())),
+        );
         self.handler.start_of_batch(&Frames {
             xsk: &self.xsk,
             descs: received,
+            parsed,
         });
-        for &desc in received {
-            let Some(frame) = self.xsk.frame(desc) else {
+        for (&desc, datagram) in received.iter().zip(parsed.iter()) {
+            let query = datagram
+                .as_ref()
+                .and_then(|d| self.xsk.frame(desc)?.get(d.payload.clone()));
+            let (Some(datagram), Some(query)) = (datagram, query) else {
                 self.counters.unreadable.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            let datagram = match frame::parse(frame) {
-                Ok(d) => d,
-                Err(_) => {
-                    self.counters.unreadable.fetch_add(1, Ordering::Relaxed);
+                // A descriptor outside the UMEM is no frame to give back.
+                if self.xsk.frame(desc).is_some() {
                     self.recycle(desc.addr);
-                    continue;
                 }
-            };
-            let Some(query) = frame.get(datagram.payload.clone()) else {
-                self.recycle(desc.addr);
                 continue;
             };
             let flow = datagram.flow;

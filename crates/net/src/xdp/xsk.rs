@@ -491,44 +491,20 @@ impl Xsk {
             Ring::map(raw, TX_RING, &off.tx, pgoff(libc::XDP_PGOFF_TX_RING))?,
             TX_RING,
         );
+        let bind_as = |zero_copy: bool| {
+            let mode = if zero_copy {
+                libc::XDP_ZEROCOPY
+            } else {
+                libc::XDP_COPY
+            };
+            bind(raw, ifindex, queue, libc::XDP_USE_NEED_WAKEUP | mode).map(|()| zero_copy)
+        };
         let zero_copy = match mode {
-            CopyMode::Copy => {
-                bind(
-                    raw,
-                    ifindex,
-                    queue,
-                    libc::XDP_USE_NEED_WAKEUP | libc::XDP_COPY,
-                )?;
-                false
-            }
-            CopyMode::ZeroCopy => {
-                bind(
-                    raw,
-                    ifindex,
-                    queue,
-                    libc::XDP_USE_NEED_WAKEUP | libc::XDP_ZEROCOPY,
-                )?;
-                true
-            }
-            CopyMode::Auto => {
-                match bind(
-                    raw,
-                    ifindex,
-                    queue,
-                    libc::XDP_USE_NEED_WAKEUP | libc::XDP_ZEROCOPY,
-                ) {
-                    Ok(()) => true,
-                    Err(_) => {
-                        bind(
-                            raw,
-                            ifindex,
-                            queue,
-                            libc::XDP_USE_NEED_WAKEUP | libc::XDP_COPY,
-                        )?;
-                        false
-                    }
-                }
-            }
+            CopyMode::Copy => bind_as(false)?,
+            CopyMode::ZeroCopy => bind_as(true)?,
+            // Zero-copy where the driver has it; a failed bind leaves the
+            // socket unbound, so copy mode can be asked for next.
+            CopyMode::Auto => bind_as(true).or_else(|_| bind_as(false))?,
         };
         let mut xsk = Xsk {
             fill,
