@@ -400,63 +400,69 @@ fn connection_families(c: &TcpStats, names: &ConnectionFamilies) -> Vec<Family> 
 
 /// The AF_XDP paths' counts, by interface.
 fn xdp_families(paths: &[(bulwark_net::XdpInfo, bulwark_net::XdpStats)]) -> Vec<Family> {
-    let by_interface = |f: fn(&bulwark_net::XdpStats) -> u64| {
-        paths
-            .iter()
-            .map(|(i, s)| int(vec![("interface", i.interface.clone())], f(s)))
-            .collect()
-    };
-    vec![
-        counter(
+    type Figure = fn(&bulwark_net::XdpStats) -> u64;
+    const BY_INTERFACE: [(&str, &str, Figure); 5] = [
+        (
             "bulwark_xdp_received_total",
             "UDP datagrams received through AF_XDP.",
-            by_interface(|s| s.received),
+            |s| s.received,
         ),
-        counter(
+        (
             "bulwark_xdp_responded_total",
             "Responses sent through AF_XDP.",
-            by_interface(|s| s.responded),
+            |s| s.responded,
         ),
-        counter(
+        (
             "bulwark_xdp_dropped_total",
             "Queries received through AF_XDP and not answered (ACL, rate limiting, unanswerable).",
-            by_interface(|s| s.dropped),
+            |s| s.dropped,
         ),
-        counter(
+        (
             "bulwark_xdp_truncated_total",
             "AF_XDP responses cut to the question with TC because they did not fit the MTU.",
-            by_interface(|s| s.truncated),
+            |s| s.truncated,
         ),
-        counter(
+        (
             "bulwark_xdp_send_errors_total",
             "AF_XDP responses lost for want of room in the TX ring or of a frame.",
-            by_interface(|s| s.send_errors),
+            |s| s.send_errors,
         ),
-        counter(
-            "bulwark_xdp_kernel_dropped_total",
-            "Frames for bulwark the kernel dropped before a worker saw them, by reason.",
-            paths
+    ];
+    let mut out: Vec<Family> = BY_INTERFACE
+        .iter()
+        .map(|(name, help, figure)| {
+            let samples = paths
                 .iter()
-                .flat_map(|(i, s)| {
-                    [
-                        ("rx_ring_full", s.kernel.rx_ring_full),
-                        ("fill_ring_empty", s.kernel.rx_fill_ring_empty),
-                        ("invalid", s.kernel.rx_invalid),
-                        ("other", s.kernel.rx_dropped),
-                    ]
-                    .map(|(reason, n)| {
-                        int(
-                            vec![
-                                ("interface", i.interface.clone()),
-                                ("reason", reason.to_string()),
-                            ],
-                            n,
-                        )
-                    })
+                .map(|(i, s)| int(vec![("interface", i.interface.clone())], figure(s)))
+                .collect();
+            counter(name, help, samples)
+        })
+        .collect();
+    out.push(counter(
+        "bulwark_xdp_kernel_dropped_total",
+        "Frames for bulwark the kernel dropped before a worker saw them, by reason.",
+        paths
+            .iter()
+            .flat_map(|(i, s)| {
+                [
+                    ("rx_ring_full", s.kernel.rx_ring_full),
+                    ("fill_ring_empty", s.kernel.rx_fill_ring_empty),
+                    ("invalid", s.kernel.rx_invalid),
+                    ("other", s.kernel.rx_dropped),
+                ]
+                .map(|(reason, n)| {
+                    int(
+                        vec![
+                            ("interface", i.interface.clone()),
+                            ("reason", reason.to_string()),
+                        ],
+                        n,
+                    )
                 })
-                .collect(),
-        ),
-    ]
+            })
+            .collect(),
+    ));
+    out
 }
 
 /// The families of the other sources, present whether statistics are on or not.
