@@ -20,7 +20,8 @@
 //! each write again: [`CountingAllocator`], a global allocator that counts
 //! (for the tests that prove a path does not allocate), [`wire`], raw
 //! query bytes and TCP framing, and [`netns`], a private network namespace
-//! for tests that must bind addresses the machine does not own.
+//! for tests that must bind addresses the machine does not own, and
+//! [`free_port`], a port outside the ephemeral range for peer daemons.
 //!
 //! `unsafe` is denied (the workspace lint, restated here) everywhere but in
 //! the counting allocator's module: `GlobalAlloc` is an `unsafe` trait.
@@ -28,9 +29,11 @@
 
 mod alloc;
 pub mod netns;
+mod ports;
 pub mod wire;
 
 pub use alloc::CountingAllocator;
+pub use ports::free_port;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,18 +35,11 @@ const READY_POLL_TIMEOUT: Duration = Duration::from_millis(100);
 /// for peers (knotd, named, nsd, unbound) that cannot report the port they
 /// bound; bulwark binds port 0 and reports it instead (see [`start_bulwark`]).
 ///
-/// The port is released before returning, so another process could take it
-/// in between; the range the kernel hands out is large enough for that to
-/// be rare, and the failure is loud (the server cannot bind) rather than wrong.
+/// The port lies below the ephemeral range (`bulwark_testkit::free_port`),
+/// so no test's outgoing connection can be given it while a peer that a
+/// test stopped is down: restarting on it works.
 pub fn free_port() -> u16 {
-    for _ in 0..100 {
-        let tcp = TcpListener::bind("127.0.0.1:0").expect("bind tcp port 0");
-        let port = tcp.local_addr().expect("local addr").port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no port free for both UDP and TCP after 100 tries");
+    bulwark_testkit::free_port()
 }
 
 /// A fresh temporary directory, removed when dropped.
