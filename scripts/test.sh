@@ -70,17 +70,19 @@ install_missing_packages() {
 step "peer packages"
 install_missing_packages
 
-# DNS over QUIC and DoH over HTTP/3 clients: Debian has no aioquic, so
-# dnspython and aioquic come from PyPI into a virtual environment inside the
-# clone (target/pyquic), where the tests look for them
+# DNS over QUIC and DoH over HTTP/3 clients, and ML-DSA-44 DNSSEC (algorithm
+# 18) as an independent signer and verifier: Debian has no aioquic, and its
+# dnspython and cryptography predate ML-DSA, so dnspython, cryptography and
+# aioquic come from PyPI into a virtual environment inside the clone
+# (target/pyquic), where the tests look for them
 # (bulwark_testkit::require_python_module). Nothing is cached outside it.
 PYQUIC="target/pyquic"
-if ! "$PYQUIC/bin/python3" -c 'import aioquic, dns.quic, dns.query; dns.query.HTTPVersion.H3' >/dev/null 2>&1; then
-    step "installing aioquic and dnspython from PyPI into $PYQUIC"
+if ! "$PYQUIC/bin/python3" -c 'import aioquic, dns.quic, dns.query, dns.dnssecalgs.mldsa; dns.query.HTTPVersion.H3' >/dev/null 2>&1; then
+    step "installing aioquic, dnspython and cryptography from PyPI into $PYQUIC"
     rm -rf "$PYQUIC"
     python3 -m venv "$PYQUIC"
     "$PYQUIC/bin/pip" install --quiet --no-cache-dir --disable-pip-version-check \
-        'aioquic>=1.2' 'dnspython>=2.7'
+        'aioquic>=1.2' 'dnspython>=2.9.2' 'cryptography>=46'
 fi
 
 # The tests treat a missing peer as a failure when CI is set; this script is

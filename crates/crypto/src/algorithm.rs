@@ -1,5 +1,6 @@
 //! The DNSSEC signing algorithms bulwark implements (RFC 8624 §3.1: the ones a
-//! signer should use today), with their IANA numbers and BIND's mnemonics.
+//! signer should use today, and ML-DSA-44 for post-quantum zones), with their
+//! IANA numbers and BIND's mnemonics.
 
 use std::fmt;
 
@@ -17,10 +18,27 @@ pub enum Algorithm {
     EcdsaP384Sha384,
     /// 15, RFC 8080.
     Ed25519,
+    /// 18: ML-DSA-44 (FIPS 204), pure mode with an empty context, over the
+    /// same signed data as every algorithm (RFC 4034 §3.1.8.1). The DNSKEY
+    /// carries FIPS 204's 1,312-octet public key and the RRSIG its 2,420-octet
+    /// signature, both as FIPS 204 encodes them. No DNS standard fixes this
+    /// yet: it is how bulwark signs and checks it, see docs/dnssec.md.
+    MlDsa44,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::RsaSha256,
+        Algorithm::RsaSha512,
+        Algorithm::EcdsaP256Sha256,
+        Algorithm::EcdsaP384Sha384,
+        Algorithm::Ed25519,
+        Algorithm::MlDsa44,
+    ];
+
+    /// The algorithms other DNS software (BIND, Knot, ldns, Unbound) also
+    /// signs and validates: what interop tests can hand to a peer.
+    pub const STANDARD: [Algorithm; 5] = [
         Algorithm::RsaSha256,
         Algorithm::RsaSha512,
         Algorithm::EcdsaP256Sha256,
@@ -36,6 +54,7 @@ impl Algorithm {
             Algorithm::EcdsaP256Sha256 => 13,
             Algorithm::EcdsaP384Sha384 => 14,
             Algorithm::Ed25519 => 15,
+            Algorithm::MlDsa44 => 18,
         }
     }
 
@@ -51,6 +70,7 @@ impl Algorithm {
             Algorithm::EcdsaP256Sha256 => "ECDSAP256SHA256",
             Algorithm::EcdsaP384Sha384 => "ECDSAP384SHA384",
             Algorithm::Ed25519 => "ED25519",
+            Algorithm::MlDsa44 => "MLDSA44",
         }
     }
 
@@ -64,17 +84,30 @@ impl Algorithm {
             .find(|a| a.mnemonic().eq_ignore_ascii_case(text))
     }
 
+    /// Every mnemonic, comma-separated: what an error message offers.
+    pub fn mnemonics() -> String {
+        Algorithm::ALL.map(Algorithm::mnemonic).join(", ")
+    }
+
     pub fn is_rsa(self) -> bool {
         matches!(self, Algorithm::RsaSha256 | Algorithm::RsaSha512)
     }
 
+    /// Whether the algorithm is a post-quantum one (large keys and
+    /// signatures, no PKCS#11 mechanism in the tokens packaged today).
+    pub fn is_post_quantum(self) -> bool {
+        matches!(self, Algorithm::MlDsa44)
+    }
+
     /// Key size in bits used when none is asked for: RSA 2048 (RFC 8624 §3.1
-    /// and NIST SP 800-57); the curves have a single size.
+    /// and NIST SP 800-57); the curves have a single size. For ML-DSA-44 the
+    /// public key's size in bits, as BIND reports key sizes.
     pub fn default_bits(self) -> u32 {
         match self {
             Algorithm::RsaSha256 | Algorithm::RsaSha512 => 2048,
             Algorithm::EcdsaP256Sha256 | Algorithm::Ed25519 => 256,
             Algorithm::EcdsaP384Sha384 => 384,
+            Algorithm::MlDsa44 => 1312 * 8,
         }
     }
 }

@@ -22,6 +22,8 @@ pub enum CryptoError {
     BadSignature,
     #[error("digest type {0} is not supported")]
     UnsupportedDigest(u8),
+    #[error("algorithm {0} cannot be kept in a PKCS#11 token: no mechanism for it")]
+    NoPkcs11Mechanism(u8),
     #[error("the private key is kept in a PKCS#11 token and cannot be read out")]
     PrivateKeyInToken,
     #[error("PKCS#11 library {module}: {reason}")]

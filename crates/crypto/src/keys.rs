@@ -3,12 +3,12 @@
 //! halves and signatures.
 
 use aws_lc_rs::encoding::{AsBigEndian, AsDer};
-use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::rsa::{KeyPairComponents, KeySize, PublicKeyComponents};
 use aws_lc_rs::signature::{
-    EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair, KeyPair, RsaKeyPair,
-    ECDSA_P256_SHA256_FIXED_SIGNING, ECDSA_P384_SHA384_FIXED_SIGNING, RSA_PKCS1_SHA256,
-    RSA_PKCS1_SHA512,
+    EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair, KeyPair, PqdsaKeyPair, RsaKeyPair,
+    ECDSA_P256_SHA256_FIXED_SIGNING, ECDSA_P384_SHA384_FIXED_SIGNING, ML_DSA_44_SIGNING,
+    RSA_PKCS1_SHA256, RSA_PKCS1_SHA512,
 };
 
 use crate::der;
@@ -27,13 +27,24 @@ pub const RSA_FIELDS: [&str; 8] = [
     "Exponent2",
     "Coefficient",
 ];
-/// ECDSA and EdDSA keys have one field: the private scalar or seed.
+/// ECDSA, EdDSA and ML-DSA keys have one field: the private scalar or seed.
 pub const PRIVATE_KEY_FIELD: &str = "PrivateKey";
+
+/// FIPS 204 §3.6.3: every ML-DSA key pair comes from a 32-octet seed ξ,
+/// which is what the key file keeps (the expanded private key is 2,560
+/// octets and derived from it).
+const ML_DSA_SEED_LEN: usize = 32;
 
 enum Material {
     Rsa(RsaKeyPair),
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
+    /// The key pair and the seed it was expanded from: aws-lc-rs cannot hand
+    /// the seed back out, and the key file stores only the seed.
+    MlDsa {
+        key: PqdsaKeyPair,
+        seed: [u8; ML_DSA_SEED_LEN],
+    },
     /// In a token: only a handle to the private key object is here.
     Token {
         key: TokenKey,
@@ -125,6 +136,13 @@ impl SigningKey {
             Algorithm::Ed25519 => Material::Ed25519(
                 Ed25519KeyPair::generate().map_err(|_| CryptoError::KeyGeneration)?,
             ),
+            Algorithm::MlDsa44 => {
+                let mut seed = [0u8; ML_DSA_SEED_LEN];
+                SystemRandom::new()
+                    .fill(&mut seed)
+                    .map_err(|_| CryptoError::KeyGeneration)?;
+                ml_dsa_from_seed(&seed).map_err(|_| CryptoError::KeyGeneration)?
+            }
         };
         Ok(SigningKey::from_material(algorithm, material))
     }
@@ -134,6 +152,8 @@ impl SigningKey {
             Material::Rsa(key) => rsa_public_key(key),
             Material::Ecdsa(key) => ecdsa_public_key(key),
             Material::Ed25519(key) => key.public_key().as_ref().to_vec(),
+            // FIPS 204 Algorithm 22, pkEncode: the encoding DNSKEY carries.
+            Material::MlDsa { key, .. } => key.public_key().as_ref().to_vec(),
             // Made by `from_token`, which reads the public key off the token.
             Material::Token { .. } => Vec::new(),
         };
@@ -189,7 +209,8 @@ impl SigningKey {
     /// Signs `data` (the RRSIG RDATA without its signature followed by the
     /// canonical RRset, RFC 4034 §3.1.8.1) and returns the signature in its
     /// DNS encoding: PKCS#1 v1.5 for RSA (RFC 5702 §3), r||s for ECDSA
-    /// (RFC 6605 §4), the 64-octet signature for Ed25519 (RFC 8080 §4).
+    /// (RFC 6605 §4), the 64-octet signature for Ed25519 (RFC 8080 §4), FIPS
+    /// 204's 2,420-octet encoding for ML-DSA-44.
     pub fn sign(&self, data: &[u8]) -> Result<Vec<u8>, CryptoError> {
         match &self.material {
             Material::Rsa(key) => {
@@ -211,12 +232,22 @@ impl SigningKey {
                 .try_sign(data)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| CryptoError::Signing),
+            // FIPS 204 Algorithm 2, ML-DSA.Sign with an empty context string,
+            // hedged (fresh randomness per signature, as FIPS 204 prefers).
+            Material::MlDsa { key, .. } => {
+                let mut signature = vec![0u8; key.algorithm().signature_len()];
+                let len = key
+                    .sign(data, &mut signature)
+                    .map_err(|_| CryptoError::Signing)?;
+                signature.truncate(len);
+                Ok(signature)
+            }
             Material::Token { key, .. } => key.sign(self.algorithm, data),
         }
     }
 
     /// The key material as BIND's key file names it: the eight RSA integers,
-    /// or `PrivateKey` for ECDSA (the scalar) and Ed25519 (the seed).
+    /// or `PrivateKey` for ECDSA (the scalar), Ed25519 and ML-DSA (the seed).
     pub fn private_fields(&self) -> Result<Vec<(&'static str, Vec<u8>)>, CryptoError> {
         match &self.material {
             Material::Rsa(key) => {
@@ -239,6 +270,7 @@ impl SigningKey {
                     .map_err(|_| CryptoError::KeyGeneration)?;
                 Ok(vec![(PRIVATE_KEY_FIELD, seed.as_ref().to_vec())])
             }
+            Material::MlDsa { seed, .. } => Ok(vec![(PRIVATE_KEY_FIELD, seed.to_vec())]),
             Material::Token { .. } => Err(CryptoError::PrivateKeyInToken),
         }
     }
@@ -275,9 +307,22 @@ impl SigningKey {
             Algorithm::Ed25519 => Material::Ed25519(
                 Ed25519KeyPair::from_seed_unchecked(get(PRIVATE_KEY_FIELD)?).map_err(rejected)?,
             ),
+            Algorithm::MlDsa44 => {
+                let seed: &[u8; ML_DSA_SEED_LEN] = get(PRIVATE_KEY_FIELD)?
+                    .try_into()
+                    .map_err(|_| rejected("an ML-DSA seed is 32 octets"))?;
+                ml_dsa_from_seed(seed).map_err(rejected)?
+            }
         };
         Ok(SigningKey::from_material(algorithm, material))
     }
+}
+
+fn ml_dsa_from_seed(
+    seed: &[u8; ML_DSA_SEED_LEN],
+) -> Result<Material, aws_lc_rs::error::KeyRejected> {
+    let key = PqdsaKeyPair::from_seed(&ML_DSA_44_SIGNING, seed)?;
+    Ok(Material::MlDsa { key, seed: *seed })
 }
 
 /// RFC 5915 ECPrivateKey with only the version and the scalar; the curve is
@@ -362,6 +407,8 @@ mod tests {
             (Algorithm::EcdsaP256Sha256, 64, 64),
             (Algorithm::EcdsaP384Sha384, 96, 96),
             (Algorithm::Ed25519, 32, 64),
+            // FIPS 204 Table 2: ML-DSA-44's public key and signature.
+            (Algorithm::MlDsa44, 1312, 2420),
             // RFC 3110: 1 octet of exponent length, 3 of exponent (65537), 256 of modulus.
             (Algorithm::RsaSha256, 260, 256),
         ];

@@ -182,6 +182,7 @@ impl TokenKey {
                 Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure)),
                 data,
             ),
+            Algorithm::MlDsa44 => return Err(CryptoError::NoPkcs11Mechanism(algorithm.number())),
         };
         let signed = self
             .token
@@ -359,6 +360,9 @@ impl Pkcs11Token {
                     Mechanism::EccKeyPairGen
                 }
             }
+            // PKCS#11 3.2's ML-DSA mechanisms are in no token Debian ships
+            // (SoftHSM 2.6 predates them), nor in the cryptoki crate.
+            Algorithm::MlDsa44 => return Err(CryptoError::NoPkcs11Mechanism(algorithm.number())),
         };
         let (public_handle, private_handle) = self
             .inner
@@ -371,6 +375,9 @@ impl Pkcs11Token {
     /// The key pair stored under `id`, to sign with `algorithm` (RSA keys do
     /// not say which hash they are for).
     pub fn find(&self, algorithm: Algorithm, id: &[u8]) -> Result<crate::SigningKey, CryptoError> {
+        if algorithm.is_post_quantum() {
+            return Err(CryptoError::NoPkcs11Mechanism(algorithm.number()));
+        }
         let find = |class: ObjectClass| -> Result<ObjectHandle, CryptoError> {
             let session = self.inner.session()?;
             let found = session

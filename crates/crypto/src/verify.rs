@@ -3,7 +3,7 @@
 
 use aws_lc_rs::signature::{
     RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey, VerificationAlgorithm,
-    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519,
+    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519, ML_DSA_44,
     RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY, RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
     RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
 };
@@ -83,6 +83,11 @@ pub fn verify(
             UnparsedPublicKey::new(curve, &point).verify(data, signature)
         }
         Algorithm::Ed25519 => UnparsedPublicKey::new(&ED25519, public_key).verify(data, signature),
+        // A malformed key or a signature of the wrong length fails here as
+        // a bad signature: aws-lc-rs checks both lengths before verifying.
+        Algorithm::MlDsa44 => {
+            UnparsedPublicKey::new(&ML_DSA_44, public_key).verify(data, signature)
+        }
     };
     checked.map_err(|_| CryptoError::BadSignature)
 }

@@ -78,8 +78,9 @@ pub fn build_policy(
             problems.push(loc.at(
                 text.span(),
                 format!(
-                    "algorithm: `{}` is not one of RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519",
-                    text.get_ref()
+                    "algorithm: `{}` is not one of {}",
+                    text.get_ref(),
+                    Algorithm::mnemonics()
                 ),
             ));
             d.algorithm
@@ -225,6 +226,17 @@ pub fn build_policy(
                 "signature_jitter: must be shorter than signature_refresh".to_owned(),
             ));
         }
+    }
+    if policy.algorithm.is_post_quantum() && policy.keystore == Keystore::Pkcs11 {
+        let at = s.keystore.as_ref().map(Spanned::span);
+        let message = format!(
+            "keystore: {} keys cannot be kept in a PKCS#11 token (no token has the mechanism); use `file`",
+            policy.algorithm
+        );
+        problems.push(match at {
+            Some(span) => loc.at(span, message),
+            None => format!("[dnssec_policy.{name}]: {message}"),
+        });
     }
     if policy.algorithm.is_rsa() {
         for size in [policy.ksk_size, policy.zsk_size].into_iter().flatten() {

@@ -12,6 +12,7 @@ use super::server::DEFAULT_RESPONSE_CACHE;
 use super::source::line_col;
 use super::*;
 use crate::settings::Keystore;
+use bulwark_dnssec::Algorithm;
 
 fn settings(text: &str) -> Result<Settings, ConfigError> {
     let file = Path::new("/etc/bulwark/bulwark.toml");
@@ -403,6 +404,31 @@ fn pkcs11_table_and_keystore_mistakes_say_where() {
     assert!(
         err.problems.iter().any(|p| p
             .contains("bulwark.toml:8:17: dnssec_policy: [dnssec_policy.h2] keeps keys in pkcs11")),
+        "{err}"
+    );
+}
+
+#[test]
+fn ml_dsa_policies_are_accepted_by_name_and_number_but_not_in_a_token() {
+    for name in ["MLDSA44", "mldsa44", "18"] {
+        let text = format!("[dnssec_policy.pq]\nalgorithm = \"{name}\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec_policy = \"pq\"\n");
+        let s = settings(&text).unwrap();
+        let signing = s.zones[0].signing.as_ref().unwrap();
+        assert_eq!(signing.policy.algorithm, Algorithm::MlDsa44, "{name}");
+    }
+    let text = "[pkcs11]\nmodule = \"/m.so\"\ntoken_label = \"t\"\npin = \"1\"\n[dnssec_policy.pq]\nalgorithm = \"MLDSA44\"\nkeystore = \"pkcs11\"\n";
+    let err = settings(text).unwrap_err();
+    assert!(
+        err.problems.iter().any(|p| p.contains(
+            "bulwark.toml:7:12: keystore: MLDSA44 keys cannot be kept in a PKCS#11 token"
+        )),
+        "{err}"
+    );
+    let err = settings("[dnssec_policy.pq]\nalgorithm = \"MLDSA65\"\n").unwrap_err();
+    assert!(
+        err.problems.iter().any(|p| p.contains(
+            "bulwark.toml:2:13: algorithm: `MLDSA65` is not one of RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519, MLDSA44"
+        )),
         "{err}"
     );
 }

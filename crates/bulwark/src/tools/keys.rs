@@ -127,8 +127,9 @@ fn keys(args: &KeysArgs) -> anyhow::Result<()> {
             pkcs11,
         } => {
             let apex = zone_name(zone)?;
-            let algorithm = Algorithm::from_name(algorithm)
-                .ok_or_else(|| anyhow!("unknown algorithm {algorithm} (RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519)"))?;
+            let algorithm = Algorithm::from_name(algorithm).ok_or_else(|| {
+                anyhow!("unknown algorithm {algorithm} ({})", Algorithm::mnemonics())
+            })?;
             let role = match role {
                 RoleArg::Ksk => KeyRole::Ksk,
                 RoleArg::Zsk => KeyRole::Zsk,

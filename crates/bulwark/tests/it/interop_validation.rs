@@ -126,7 +126,7 @@ pub(crate) fn key_directory(dir: &Path, case: &Case) -> std::path::PathBuf {
 /// Unbound validating with one DS trust anchor per zone and a stub zone
 /// pointing at bulwark; `local-zone: test. nodefault` lifts the RFC 6761
 /// block Unbound puts on `test.`.
-fn start_unbound(
+pub(crate) fn start_unbound(
     unbound: &Path,
     dir: &Path,
     anchors: &[String],

@@ -19,6 +19,7 @@ mod defences_tcp;
 mod diff_knot;
 mod dnssec_hsm;
 mod dnssec_online;
+mod dnssec_pq;
 mod dnssec_rollover;
 mod dnssec_sign;
 mod flood;

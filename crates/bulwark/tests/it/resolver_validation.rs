@@ -41,7 +41,7 @@ const ROOT_KSK_2017: &str =
 
 /// How the resolver reaches the zones' server.
 #[derive(Clone, Copy, Debug)]
-enum Reach {
+pub(crate) enum Reach {
     /// As a stub zone's authoritative server, iterating (RD clear).
     Stub,
     /// As a forwarder (RD set): validation must not care.
@@ -50,7 +50,7 @@ enum Reach {
 
 /// bulwark as a validating resolver with `anchors`, `zones` reached at
 /// `upstream` as `reach` says.
-fn start_resolver(
+pub(crate) fn start_resolver(
     dir: &Path,
     anchors: &[String],
     zones: &[&str],

@@ -45,6 +45,8 @@ const ALGORITHM_MNEMONICS: &[(&str, u8)] = &[
     ("ECDSAP384SHA384", 14),
     ("ED25519", 15),
     ("ED448", 16),
+    // dnspython's and bulwark's name for ML-DSA-44 (draft-westerbaan-dnssec-mldsa).
+    ("MLDSA44", 18),
     ("INDIRECT", 252),
     ("PRIVATEDNS", 253),
     ("PRIVATEOID", 254),
