@@ -24,16 +24,22 @@ pub enum Algorithm {
     /// signature, both as FIPS 204 encodes them. No DNS standard fixes this
     /// yet: it is how bulwark signs and checks it, see docs/dnssec.md.
     MlDsa44,
+    /// 254, PRIVATEOID (RFC 4034 Appendix A.1.1) naming Falcon-512 (round
+    /// 3) by the object identifier 1.3.9999.3.6: experimental, see
+    /// `falcon.rs`. Signs only when a policy names it, and validates only
+    /// where the resolver is told to.
+    Falcon512,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::RsaSha256,
         Algorithm::RsaSha512,
         Algorithm::EcdsaP256Sha256,
         Algorithm::EcdsaP384Sha384,
         Algorithm::Ed25519,
         Algorithm::MlDsa44,
+        Algorithm::Falcon512,
     ];
 
     /// The algorithms other DNS software (BIND, Knot, ldns, Unbound) also
@@ -55,6 +61,7 @@ impl Algorithm {
             Algorithm::EcdsaP384Sha384 => 14,
             Algorithm::Ed25519 => 15,
             Algorithm::MlDsa44 => 18,
+            Algorithm::Falcon512 => crate::falcon::PRIVATEOID,
         }
     }
 
@@ -71,6 +78,8 @@ impl Algorithm {
             Algorithm::EcdsaP384Sha384 => "ECDSAP384SHA384",
             Algorithm::Ed25519 => "ED25519",
             Algorithm::MlDsa44 => "MLDSA44",
+            // Not an IANA mnemonic (254 is PRIVATEOID): bulwark's name.
+            Algorithm::Falcon512 => "FALCON512",
         }
     }
 
@@ -96,18 +105,26 @@ impl Algorithm {
     /// Whether the algorithm is a post-quantum one (large keys and
     /// signatures, no PKCS#11 mechanism in the tokens packaged today).
     pub fn is_post_quantum(self) -> bool {
-        matches!(self, Algorithm::MlDsa44)
+        matches!(self, Algorithm::MlDsa44 | Algorithm::Falcon512)
+    }
+
+    /// Whether the algorithm is experimental: on a private algorithm number,
+    /// validated only where a resolver is configured to.
+    pub fn is_experimental(self) -> bool {
+        matches!(self, Algorithm::Falcon512)
     }
 
     /// Key size in bits used when none is asked for: RSA 2048 (RFC 8624 §3.1
     /// and NIST SP 800-57); the curves have a single size. For ML-DSA-44 the
-    /// public key's size in bits, as BIND reports key sizes.
+    /// public key's size in bits, as BIND reports key sizes; likewise for
+    /// Falcon-512.
     pub fn default_bits(self) -> u32 {
         match self {
             Algorithm::RsaSha256 | Algorithm::RsaSha512 => 2048,
             Algorithm::EcdsaP256Sha256 | Algorithm::Ed25519 => 256,
             Algorithm::EcdsaP384Sha384 => 384,
             Algorithm::MlDsa44 => 1312 * 8,
+            Algorithm::Falcon512 => 897 * 8,
         }
     }
 }

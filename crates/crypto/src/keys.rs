@@ -12,6 +12,8 @@ use aws_lc_rs::signature::{
 };
 
 use crate::der;
+use crate::falcon::FalconKey;
+pub use crate::falcon::PUBLIC_KEY_FIELD;
 use crate::pkcs11::{Pkcs11Uri, TokenKey};
 use crate::{Algorithm, CryptoError};
 
@@ -45,6 +47,8 @@ enum Material {
         key: PqdsaKeyPair,
         seed: [u8; ML_DSA_SEED_LEN],
     },
+    /// Boxed: its two keys are 2 KB, the other kinds a few words.
+    Falcon(Box<FalconKey>),
     /// In a token: only a handle to the private key object is here.
     Token {
         key: TokenKey,
@@ -143,6 +147,7 @@ impl SigningKey {
                     .map_err(|_| CryptoError::KeyGeneration)?;
                 ml_dsa_from_seed(&seed).map_err(|_| CryptoError::KeyGeneration)?
             }
+            Algorithm::Falcon512 => Material::Falcon(Box::new(FalconKey::generate())),
         };
         Ok(SigningKey::from_material(algorithm, material))
     }
@@ -154,6 +159,7 @@ impl SigningKey {
             Material::Ed25519(key) => key.public_key().as_ref().to_vec(),
             // FIPS 204 Algorithm 22, pkEncode: the encoding DNSKEY carries.
             Material::MlDsa { key, .. } => key.public_key().as_ref().to_vec(),
+            Material::Falcon(key) => key.dnskey_public_key(),
             // Made by `from_token`, which reads the public key off the token.
             Material::Token { .. } => Vec::new(),
         };
@@ -242,12 +248,14 @@ impl SigningKey {
                 signature.truncate(len);
                 Ok(signature)
             }
+            Material::Falcon(key) => Ok(key.sign(data)),
             Material::Token { key, .. } => key.sign(self.algorithm, data),
         }
     }
 
     /// The key material as BIND's key file names it: the eight RSA integers,
-    /// or `PrivateKey` for ECDSA (the scalar), Ed25519 and ML-DSA (the seed).
+    /// or `PrivateKey` for ECDSA (the scalar), Ed25519 and ML-DSA (the seed),
+    /// and for Falcon-512 `PrivateKey` and `PublicKey`.
     pub fn private_fields(&self) -> Result<Vec<(&'static str, Vec<u8>)>, CryptoError> {
         match &self.material {
             Material::Rsa(key) => {
@@ -271,6 +279,10 @@ impl SigningKey {
                 Ok(vec![(PRIVATE_KEY_FIELD, seed.as_ref().to_vec())])
             }
             Material::MlDsa { seed, .. } => Ok(vec![(PRIVATE_KEY_FIELD, seed.to_vec())]),
+            Material::Falcon(key) => Ok(vec![
+                (PRIVATE_KEY_FIELD, key.secret_bytes().to_vec()),
+                (PUBLIC_KEY_FIELD, key.public_bytes().to_vec()),
+            ]),
             Material::Token { .. } => Err(CryptoError::PrivateKeyInToken),
         }
     }
@@ -313,6 +325,10 @@ impl SigningKey {
                     .map_err(|_| rejected("an ML-DSA seed is 32 octets"))?;
                 ml_dsa_from_seed(seed).map_err(rejected)?
             }
+            Algorithm::Falcon512 => Material::Falcon(Box::new(FalconKey::from_parts(
+                get(PRIVATE_KEY_FIELD)?,
+                get(PUBLIC_KEY_FIELD)?,
+            )?)),
         };
         Ok(SigningKey::from_material(algorithm, material))
     }

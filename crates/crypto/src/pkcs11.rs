@@ -182,7 +182,9 @@ impl TokenKey {
                 Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure)),
                 data,
             ),
-            Algorithm::MlDsa44 => return Err(CryptoError::NoPkcs11Mechanism(algorithm.number())),
+            Algorithm::MlDsa44 | Algorithm::Falcon512 => {
+                return Err(CryptoError::NoPkcs11Mechanism(algorithm.number()))
+            }
         };
         let signed = self
             .token
@@ -362,7 +364,9 @@ impl Pkcs11Token {
             }
             // PKCS#11 3.2's ML-DSA mechanisms are in no token Debian ships
             // (SoftHSM 2.6 predates them), nor in the cryptoki crate.
-            Algorithm::MlDsa44 => return Err(CryptoError::NoPkcs11Mechanism(algorithm.number())),
+            Algorithm::MlDsa44 | Algorithm::Falcon512 => {
+                return Err(CryptoError::NoPkcs11Mechanism(algorithm.number()))
+            }
         };
         let (public_handle, private_handle) = self
             .inner

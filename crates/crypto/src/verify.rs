@@ -36,10 +36,22 @@ const RSASHA1_NSEC3_SHA1: u8 = 7;
 /// has no Ed448).
 const ED448: u8 = 16;
 
-/// Whether [`verify`] checks signatures of DNSSEC algorithm `algorithm`.
+/// Whether [`verify`] checks signatures of DNSSEC algorithm `algorithm`,
+/// experimental ones left out: a private algorithm number says nothing of
+/// the algorithm until the key is read ([`can_verify_key`]).
 pub fn can_verify(algorithm: u8) -> bool {
     matches!(algorithm, RSASHA1 | RSASHA1_NSEC3_SHA1 | ED448)
-        || Algorithm::from_number(algorithm).is_some()
+        || Algorithm::from_number(algorithm).is_some_and(|a| !a.is_experimental())
+}
+
+/// Whether [`verify`] checks signatures of this key: any algorithm
+/// [`can_verify`] names, and with `experimental` a PRIVATEOID key naming
+/// Falcon-512.
+pub fn can_verify_key(algorithm: u8, public_key: &[u8], experimental: bool) -> bool {
+    can_verify(algorithm)
+        || (experimental
+            && algorithm == crate::falcon::PRIVATEOID
+            && crate::falcon::is_falcon512_key(public_key))
 }
 
 /// Verifies `signature` over `data` with a DNSKEY of algorithm `algorithm`.
@@ -88,6 +100,8 @@ pub fn verify(
         Algorithm::MlDsa44 => {
             UnparsedPublicKey::new(&ML_DSA_44, public_key).verify(data, signature)
         }
+        // PRIVATEOID: the key's object identifier says which algorithm.
+        Algorithm::Falcon512 => return crate::falcon::verify(public_key, data, signature),
     };
     checked.map_err(|_| CryptoError::BadSignature)
 }

@@ -72,6 +72,10 @@ pub struct ValidationConfig {
     /// RFC 8145 §5: tell the root's operators which root keys this
     /// resolver trusts (a `_ta-XXXX` query) when it fetches the root's keys.
     pub key_tag_signaling: bool,
+    /// Validate experimental algorithms (Falcon-512 on PRIVATEOID, by its
+    /// object identifier); off, such zones are insecure as any algorithm
+    /// not implemented is (RFC 4035 §5.2).
+    pub experimental_algorithms: bool,
 }
 
 impl Default for ValidationConfig {
@@ -82,6 +86,7 @@ impl Default for ValidationConfig {
             bogus_ttl: 60,
             work: WorkLimits::default(),
             key_tag_signaling: true,
+            experimental_algorithms: false,
         }
     }
 }

@@ -46,8 +46,9 @@ pub enum KeysCommand {
     Generate {
         /// The zone, e.g. `example.com.`.
         zone: String,
-        /// RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519, MLDSA44
-        /// (or 8, 10, 13, 14, 15, 18; MLDSA44 is post-quantum, see docs/dnssec.md).
+        /// RSASHA256, RSASHA512, ECDSAP256SHA256, ECDSAP384SHA384, ED25519, MLDSA44,
+        /// FALCON512 (or 8, 10, 13, 14, 15, 18, 254; the last two are post-quantum
+        /// and FALCON512 experimental, see docs/dnssec.md).
         #[arg(long, short = 'a', default_value = "ECDSAP256SHA256")]
         algorithm: String,
         /// What the key signs.

@@ -67,6 +67,8 @@ pub struct ResolverSection {
     pub bogus_ttl: Option<u32>,
     /// RFC 8145 key tag signalling to the root.
     pub key_tag_signaling: Option<bool>,
+    /// Experimental algorithms to validate: `FALCON512` (PRIVATEOID).
+    pub experimental_algorithms: Option<Vec<Spanned<String>>>,
 }
 
 /// `[[resolver.stub]]`: a zone whose authoritative servers are given.
@@ -229,11 +231,26 @@ fn build_validation(
     for a in &mut anchors {
         a.owner = a.owner.to_lowercase();
     }
+    let mut experimental_algorithms = false;
+    for item in s.experimental_algorithms.iter().flatten() {
+        if item.get_ref().eq_ignore_ascii_case("FALCON512") {
+            experimental_algorithms = true;
+        } else {
+            problems.push(src.at(
+                item.span(),
+                format!(
+                    "[resolver] experimental_algorithms: `{}` is not one (FALCON512)",
+                    item.get_ref()
+                ),
+            ));
+        }
+    }
     Some(ValidationConfig {
         anchors,
         negative_anchors,
         bogus_ttl: s.bogus_ttl.unwrap_or(defaults.bogus_ttl),
         key_tag_signaling: s.key_tag_signaling.unwrap_or(defaults.key_tag_signaling),
+        experimental_algorithms,
         ..defaults
     })
 }

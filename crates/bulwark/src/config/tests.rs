@@ -614,6 +614,30 @@ fn validation_takes_anchors_inline_and_from_files_or_is_turned_off() {
 }
 
 #[test]
+fn experimental_algorithms_are_off_by_default_and_named_to_turn_on() {
+    let s = settings("[resolver]\n").unwrap();
+    let v = s.resolver.unwrap().engine.validation.unwrap();
+    assert!(!v.experimental_algorithms);
+    let s = settings("[resolver]\nexperimental_algorithms = [\"falcon512\"]\n").unwrap();
+    assert!(
+        s.resolver
+            .unwrap()
+            .engine
+            .validation
+            .unwrap()
+            .experimental_algorithms
+    );
+    let err = settings("[resolver]\nexperimental_algorithms = [\"FALCON512\", \"SPHINCS\"]\n")
+        .unwrap_err();
+    assert!(
+        err.problems.iter().any(|p| p.contains(
+            "bulwark.toml:2:41: [resolver] experimental_algorithms: `SPHINCS` is not one (FALCON512)"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_trust_anchor_is_an_error_naming_where_it_is() {
     let err = settings("[resolver]\ntrust_anchors = [\"test. DS 12345 13 2 XYZ\"]\n").unwrap_err();
     assert!(

@@ -6,9 +6,11 @@
 )]
 //! Post-quantum DNSSEC (issue 27): ML-DSA-44 as algorithm 18, signed by
 //! bulwark and checked by code no one here wrote, validated by bulwark's
-//! resolver, and rejected when tampered with.
+//! resolver, and rejected when tampered with; and Falcon-512 on PRIVATEOID
+//! (254), experimental, the same way where the resolver is told to validate
+//! it, and insecure where it is not.
 //!
-//! Five zones on one bulwark authoritative server:
+//! Seven zones on one bulwark authoritative server:
 //! - `mldsa.test.` (KSK and ZSK, NSEC) and `mldsa3.test.` (one CSK, NSEC3),
 //!   signed online by a `[dnssec_policy]` with `algorithm = "MLDSA44"`;
 //! - `offline.test.`, signed by `bulwark sign` with `bulwark keys generate
@@ -16,7 +18,11 @@
 //! - `tampered.test.`, signed the same way, NSEC, one octet of the
 //!   signature over `www`'s A changed in the signed file;
 //! - `dnspython.test.`, signed by dnspython (>= 2.9.2, with cryptography's
-//!   ML-DSA) with keys dnspython made.
+//!   ML-DSA) with keys dnspython made;
+//! - `falcon.test.`, signed online with `algorithm = "FALCON512"`, and
+//!   `falcon-tampered.test.`, signed offline with Falcon-512 keys and one
+//!   signature changed as above. No independent Falcon DNSSEC signer or
+//!   validator exists to check these against.
 //!
 //! dnspython verifies every signed RRset of the offline files and, over TCP,
 //! what the online signer serves; it refuses the tampered file, so its
@@ -31,6 +37,8 @@
 //! anchors: RFC 4035 §5.2 and RFC 6840 §5.2 make such a zone insecure, not
 //! bogus, so it answers every name without AD, the tampered one too. That is
 //! what a validator without post-quantum support does with bulwark's zones.
+//! A second bulwark resolver, not told `experimental_algorithms`, treats the
+//! Falcon zones the same way.
 //!
 //! Needs `unbound` (Debian) and a python3 with `dns.dnssecalgs.mldsa`
 //! (dnspython 2.9.2 and cryptography from PyPI, which scripts/test.sh
@@ -45,7 +53,7 @@ use std::time::Duration;
 use hickory_proto::rr::RecordType;
 
 use crate::interop_validation::{bulwark, start_unbound};
-use crate::resolver_validation::{start_resolver, Reach};
+use crate::resolver_validation::{start_resolver, start_resolver_with, Reach};
 use crate::support::{self, require_python_module, require_tool, temp_dir, EdnsSpec, QuerySpec};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -62,6 +70,10 @@ const ONLINE: [(&str, &str); 2] = [
 const OFFLINE: &str = "offline.test.";
 const TAMPERED: &str = "tampered.test.";
 const DNSPYTHON: &str = "dnspython.test.";
+const FALCON: (&str, &str) = ("falcon.test.", "algorithm = \"FALCON512\"");
+const FALCON_TAMPERED: &str = "falcon-tampered.test.";
+/// What a resolver needs to validate Falcon-512.
+const EXPERIMENTAL: &str = "experimental_algorithms = [\"FALCON512\"]\n";
 
 fn zone_text() -> &'static str {
     "$TTL 300\n@ IN SOA ns1 hostmaster 1 3600 900 604800 300\n  NS ns1\n  MX 10 mail\n\
@@ -92,13 +104,13 @@ fn oracle(python: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// Signs `zone` offline with a new ML-DSA-44 KSK and ZSK in `keys`; the
-/// signed file's path.
-fn sign_offline(dir: &Path, keys: &Path, zone: &str, nsec3: bool) -> PathBuf {
+/// Signs `zone` offline with a new KSK and ZSK of `algorithm` in `keys`;
+/// the signed file's path.
+fn sign_offline(dir: &Path, keys: &Path, zone: &str, algorithm: &str, nsec3: bool) -> PathBuf {
     let keys = keys.to_str().unwrap();
     for role in ["ksk", "zsk"] {
         bulwark(&[
-            "keys", "generate", zone, "-a", "MLDSA44", "--role", role, "-K", keys,
+            "keys", "generate", zone, "-a", algorithm, "--role", role, "-K", keys,
         ]);
     }
     let unsigned = dir.join(format!("{zone}zone"));
@@ -188,16 +200,24 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
 
     // The zones and the server's configuration.
     let mut config = String::from("[server]\nthreads = 1\n\n");
-    for (i, (zone, policy)) in ONLINE.iter().enumerate() {
+    for (i, (zone, policy)) in ONLINE.iter().chain([&FALCON]).enumerate() {
         let file = format!("{zone}zone");
         fs::write(dir.path().join(&file), zone_text()).unwrap();
         config.push_str(&format!(
             "[dnssec_policy.pq{i}]\n{policy}\n\n[[zone]]\norigin = \"{zone}\"\nfile = \"{file}\"\ndnssec_policy = \"pq{i}\"\n\n"
         ));
     }
-    let offline = sign_offline(dir.path(), &offline_keys, OFFLINE, true);
-    let tampered = sign_offline(dir.path(), &offline_keys, TAMPERED, false);
+    let offline = sign_offline(dir.path(), &offline_keys, OFFLINE, "MLDSA44", true);
+    let tampered = sign_offline(dir.path(), &offline_keys, TAMPERED, "MLDSA44", false);
     tamper_with_a_signature(&tampered, &format!("www.{TAMPERED}"));
+    let falcon_tampered = sign_offline(
+        dir.path(),
+        &offline_keys,
+        FALCON_TAMPERED,
+        "FALCON512",
+        true,
+    );
+    tamper_with_a_signature(&falcon_tampered, &format!("www.{FALCON_TAMPERED}"));
     let unsigned = dir.path().join("dnspython.test.zone");
     fs::write(&unsigned, zone_text()).unwrap();
     let by_dnspython = dir.path().join("dnspython.test.zone.signed");
@@ -215,6 +235,7 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
         (OFFLINE, &offline),
         (TAMPERED, &tampered),
         (DNSPYTHON, &by_dnspython),
+        (FALCON_TAMPERED, &falcon_tampered),
     ] {
         config.push_str(&format!(
             "[[zone]]\norigin = \"{zone}\"\nfile = \"{}\"\n\n",
@@ -243,7 +264,15 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
     );
 
     let mut auth = support::spawn_bulwark(&[], &["--config", path.to_str().unwrap()]);
-    let all_zones = [ONLINE[0].0, ONLINE[1].0, OFFLINE, TAMPERED, DNSPYTHON];
+    let all_zones = [
+        ONLINE[0].0,
+        ONLINE[1].0,
+        OFFLINE,
+        TAMPERED,
+        DNSPYTHON,
+        FALCON.0,
+        FALCON_TAMPERED,
+    ];
     for zone in all_zones {
         auth.wait_ready(zone, RecordType::SOA, |a| {
             a.rcode == 0 && !a.answer.is_empty()
@@ -272,7 +301,7 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
     for zone in all_zones {
         let ds = match zone {
             DNSPYTHON => dnspython_ds.clone(),
-            _ if ONLINE.iter().any(|(z, _)| *z == zone) => {
+            _ if ONLINE.iter().chain([&FALCON]).any(|(z, _)| *z == zone) => {
                 let keys = dir.path().join("keys");
                 bulwark(&["keys", "ds", zone, "-K", keys.to_str().unwrap()])
             }
@@ -280,17 +309,22 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
         };
         let ds = ds.trim().to_owned();
         assert_eq!(ds.lines().count(), 1, "{zone}: {ds}");
-        assert!(ds.contains(" DS ") && ds.contains(" 18 2 "), "{ds}");
+        let algorithm = if zone.starts_with("falcon") { 254 } else { 18 };
+        assert!(
+            ds.contains(" DS ") && ds.contains(&format!(" {algorithm} 2 ")),
+            "{ds}"
+        );
         anchors.push(ds);
     }
 
     let resolver_dir = temp_dir("dnssec-pq-resolver-");
-    let (process, resolver) = start_resolver(
+    let (process, resolver) = start_resolver_with(
         resolver_dir.path(),
         &anchors,
         &all_zones,
         auth.addr,
         Reach::Stub,
+        EXPERIMENTAL,
     );
     let check = |qname: &str, qtype: RecordType, rcode: &str, answers: bool, ad: bool| {
         let v = resolve(resolver, qname, qtype, false);
@@ -299,7 +333,7 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
         assert_eq!(v.answers > 0, answers, "{qname} {qtype}: answers");
         assert_eq!(v.ad, ad, "{qname} {qtype}: AD (EDE {:?})\n{log}", v.ede);
     };
-    for zone in [ONLINE[0].0, ONLINE[1].0, OFFLINE, DNSPYTHON] {
+    for zone in [ONLINE[0].0, ONLINE[1].0, OFFLINE, DNSPYTHON, FALCON.0] {
         check(zone, RecordType::DNSKEY, "NOERROR", true, true);
         check(&format!("www.{zone}"), RecordType::A, "NOERROR", true, true);
         check(
@@ -338,36 +372,62 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
             true,
         );
     }
-    let broken = format!("www.{TAMPERED}");
-    for _ in 0..2 {
-        // Once resolved, once from the cache's bogus entry.
-        let v = resolve(resolver, &broken, RecordType::A, false);
-        assert_eq!(v.rcode, "SERVFAIL", "{}", process.log());
-        assert_eq!(v.ede, Some(EDE_DNSSEC_BOGUS));
-        assert!(!v.ad && v.answers == 0);
-        let v = resolve(resolver, &broken, RecordType::A, true);
-        assert_eq!(v.rcode, "NOERROR", "CD: the data, to judge for itself");
-        assert!(v.answers > 0 && !v.ad);
+    for zone in [TAMPERED, FALCON_TAMPERED] {
+        let broken = format!("www.{zone}");
+        for _ in 0..2 {
+            // Once resolved, once from the cache's bogus entry.
+            let v = resolve(resolver, &broken, RecordType::A, false);
+            assert_eq!(v.rcode, "SERVFAIL", "{broken}\n{}", process.log());
+            assert_eq!(v.ede, Some(EDE_DNSSEC_BOGUS), "{broken}");
+            assert!(!v.ad && v.answers == 0);
+            let v = resolve(resolver, &broken, RecordType::A, true);
+            assert_eq!(v.rcode, "NOERROR", "CD: the data, to judge for itself");
+            assert!(v.answers > 0 && !v.ad);
+        }
+        // Only the changed signature is bad: the rest of the zone validates.
+        check(
+            &format!("mail.{zone}"),
+            RecordType::A,
+            "NOERROR",
+            true,
+            true,
+        );
+        check(
+            &format!("www.{zone}"),
+            RecordType::AAAA,
+            "NOERROR",
+            true,
+            true,
+        );
     }
-    // Only the changed signature is bad: the rest of the zone validates.
-    check(
-        &format!("mail.{TAMPERED}"),
-        RecordType::A,
-        "NOERROR",
-        true,
-        true,
-    );
-    check(
-        &format!("www.{TAMPERED}"),
-        RecordType::AAAA,
-        "NOERROR",
-        true,
-        true,
-    );
     drop(process);
 
-    // Unbound does not implement algorithm 18: the zones are insecure to
-    // it, and it answers them, without AD (RFC 4035 §5.2, RFC 6840 §5.2).
+    // Without `experimental_algorithms`, PRIVATEOID is an algorithm not
+    // implemented: the Falcon zones are insecure, answered without AD.
+    let plain_dir = temp_dir("dnssec-pq-plain-");
+    let (plain, plain_addr) = start_resolver(
+        plain_dir.path(),
+        &anchors,
+        &all_zones,
+        auth.addr,
+        Reach::Stub,
+    );
+    for zone in [FALCON.0, FALCON_TAMPERED] {
+        let v = resolve(plain_addr, &format!("www.{zone}"), RecordType::A, false);
+        assert_eq!(
+            (v.rcode.as_str(), v.answers > 0, v.ad),
+            ("NOERROR", true, false),
+            "www.{zone} without experimental algorithms\n{}",
+            plain.log()
+        );
+    }
+    let v = resolve(plain_addr, &format!("www.{OFFLINE}"), RecordType::A, false);
+    assert!(v.ad, "ML-DSA-44 is not experimental: validated by default");
+    drop(plain);
+
+    // Unbound implements neither algorithm 18 nor Falcon: the zones are
+    // insecure to it, and it answers them, without AD (RFC 4035 §5.2, RFC
+    // 6840 §5.2).
     let unbound_dir = temp_dir("dnssec-pq-unbound-");
     let unbound = start_unbound(
         &unbound,

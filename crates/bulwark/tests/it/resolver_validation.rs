@@ -57,6 +57,18 @@ pub(crate) fn start_resolver(
     upstream: SocketAddr,
     reach: Reach,
 ) -> (ChildGuard, SocketAddr) {
+    start_resolver_with(dir, anchors, zones, upstream, reach, "")
+}
+
+/// [`start_resolver`] with `resolver_lines` added to its `[resolver]` table.
+pub(crate) fn start_resolver_with(
+    dir: &Path,
+    anchors: &[String],
+    zones: &[&str],
+    upstream: SocketAddr,
+    reach: Reach,
+    resolver_lines: &str,
+) -> (ChildGuard, SocketAddr) {
     // The root's KSK-2017 as an anchor too, for the sentinel (RFC 8509):
     // the zones below have anchors of their own, which are closer.
     let quoted: Vec<String> = anchors
@@ -68,7 +80,7 @@ pub(crate) fn start_resolver(
         "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
          [control]\nsocket = \"{}\"\n\n\
          [resolver]\nroot_hints = [\"127.0.0.1:9\"]\nquery_localhost = true\n\
-         dnssec_validation = true\ntrust_anchors = [{}]\n\n",
+         dnssec_validation = true\ntrust_anchors = [{}]\n{resolver_lines}\n",
         dir.join("control.sock").display(),
         quoted.join(", ")
     );

@@ -6,6 +6,11 @@
 //! keys with one tag, and each must otherwise be tried). Unbound and BIND
 //! settled on bounds of this order after KeyTrap; an honest zone needs one
 //! or two checks per RRset and one key per tag.
+//!
+//! The budget also says whether the operator allowed experimental
+//! algorithms (Falcon-512 on PRIVATEOID): it is what goes with every step
+//! of one validation, so the choice travels with it rather than as an
+//! argument of each step.
 
 use super::Bogus;
 use crate::ede;
@@ -43,6 +48,7 @@ pub struct Budget {
     verifications_left: u32,
     hashes_left: u32,
     used: u32,
+    experimental: bool,
 }
 
 const EXHAUSTED: Bogus = Bogus::new(ede::DNSSEC_BOGUS, "too much validation work");
@@ -54,7 +60,27 @@ impl Budget {
             verifications_left: limits.verifications,
             hashes_left: limits.nsec3_hashes,
             used: 0,
+            experimental: false,
         }
+    }
+
+    /// The same budget, with experimental algorithms allowed or not.
+    pub fn with_experimental(self, experimental: bool) -> Budget {
+        Budget {
+            experimental,
+            ..self
+        }
+    }
+
+    /// Whether experimental algorithms may be checked.
+    pub fn experimental(&self) -> bool {
+        self.experimental
+    }
+
+    /// Whether a key of the zone can be checked: its algorithm is
+    /// implemented, or it is an experimental one and those are allowed.
+    pub fn can_verify(&self, key: &bulwark_proto::rdata::Dnskey) -> bool {
+        bulwark_crypto::can_verify_key(key.algorithm, &key.public_key, self.experimental)
     }
 
     pub fn limits(&self) -> WorkLimits {

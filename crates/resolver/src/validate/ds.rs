@@ -40,7 +40,18 @@ pub fn keys_vouched_for(
     keys: &[Dnskey],
     budget: &Budget,
 ) -> DsVerdict {
-    let usable_algorithm = |ds: &&Ds| can_verify(ds.algorithm);
+    // A private algorithm number (PRIVATEOID) is usable only when allowed
+    // and a key it names says, by its object identifier, that it is one
+    // implemented here; otherwise the DS is of an unknown algorithm.
+    let usable_algorithm = |ds: &&Ds| {
+        can_verify(ds.algorithm)
+            || (budget.experimental()
+                && keys.iter().any(|k| {
+                    k.algorithm == ds.algorithm
+                        && budget.can_verify(k)
+                        && key_tag(&Rdata::Dnskey(k.clone()).to_wire()) == ds.key_tag
+                }))
+    };
     if !ds_set.iter().any(|ds| usable_algorithm(&ds)) {
         return DsVerdict::Insecure {
             ede: ede::UNSUPPORTED_DNSKEY_ALGORITHM,

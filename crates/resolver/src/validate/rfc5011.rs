@@ -627,10 +627,7 @@ fn self_signed(
     now: SigTime,
     budget: &mut Budget,
 ) -> bool {
-    if key.flags & ZONE_KEY == 0
-        || key.protocol != PROTOCOL
-        || !bulwark_crypto::can_verify(key.algorithm)
-    {
+    if key.flags & ZONE_KEY == 0 || key.protocol != PROTOCOL || !budget.can_verify(key) {
         return false;
     }
     let rdatas: Vec<Rdata> = set.typed().collect();

@@ -145,7 +145,7 @@ fn try_keys(
         if key.flags & REVOKED != 0 {
             continue;
         }
-        if !bulwark_crypto::can_verify(key.algorithm) {
+        if !budget.can_verify(key) {
             outcome = Err(Bogus::new(
                 ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                 "the zone signs with an algorithm not supported",

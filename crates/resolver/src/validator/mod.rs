@@ -170,13 +170,13 @@ impl Resolver {
     /// for what the chain of trust needs (`r` kept until it comes back).
     pub(crate) fn validate(&mut self, task: &mut Task, mut r: Resolution, now: Millis) -> Step {
         for _ in 0..MAX_ROUNDS {
-            let limits = self
+            let (limits, experimental) = self
                 .config
                 .validation
                 .as_ref()
-                .map(|v| v.work)
+                .map(|v| (v.work, v.experimental_algorithms))
                 .unwrap_or_default();
-            let mut budget = Budget::new(limits);
+            let mut budget = Budget::new(limits).with_experimental(experimental);
             self.bogus_zones.clear();
             let judged = self.judge(task, &r, now, &mut budget);
             self.stats.signature_checks = self
