@@ -38,6 +38,13 @@ pub struct ResolverConfig {
     pub query_localhost: bool,
     /// The EDNS payload size advertised upstream (DNS flag day 2020).
     pub udp_payload: u16,
+    /// The payload size advertised instead to a server whose cookie this
+    /// resolver holds (RFC 7873): a server that sends large answers over
+    /// UDP only to clients that proved their address (bulwark's
+    /// `require_for_udp_above`) then answers in one round trip where the
+    /// 1,232-octet rule would make it TC and TCP. Experimental; at
+    /// `udp_payload` (the default) it changes nothing.
+    pub udp_payload_with_cookie: u16,
     /// Bounds on the TTLs kept in the cache, in seconds.
     pub ttl_min: u32,
     pub ttl_max: u32,
@@ -203,6 +210,7 @@ impl Default for ResolverConfig {
             prefetch: true,
             query_localhost: false,
             udp_payload: DEFAULT_UDP_PAYLOAD,
+            udp_payload_with_cookie: DEFAULT_UDP_PAYLOAD,
             ttl_min: 0,
             // Unbound's cache-max-ttl and cache-max-negative-ttl.
             ttl_max: 86_400,

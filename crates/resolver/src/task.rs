@@ -634,7 +634,7 @@ impl Resolver {
         &mut self,
         task: &mut Task,
         server: SocketAddr,
-        query: Query,
+        mut query: Query,
         transport: Transport,
         now: Millis,
     ) -> Step {
@@ -660,6 +660,11 @@ impl Resolver {
         let cookie =
             (query.edns && self.config.client_cookies).then(|| self.client_cookie(server.ip()));
         let server_cookie = self.infra.server_cookie(server.ip());
+        // Issue 27: a server that knows us by its cookie may send a large
+        // answer over UDP; we say we can take one only to such a server.
+        if cookie.is_some() && server_cookie.is_some() {
+            query.udp_payload = query.udp_payload.max(self.config.udp_payload_with_cookie);
+        }
         let with_cookie = cookie.map(|client| upstream::Cookie {
             client,
             server: server_cookie,

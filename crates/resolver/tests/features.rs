@@ -244,6 +244,56 @@ fn queries_carry_a_client_cookie_and_send_back_the_servers() {
     assert_eq!(server, Some(vec![0x5e; 16]), "its server cookie sent back");
 }
 
+/// `inner`, recording the EDNS payload size each query advertised.
+fn recording_payloads(inner: Behaviour, payloads: Arc<Mutex<Vec<u16>>>) -> Behaviour {
+    let Behaviour::Custom(inner) = inner else {
+        panic!("a custom behaviour to wrap")
+    };
+    Behaviour::Custom(Arc::new(move |query: &[u8]| {
+        if let Some(e) = MessageView::parse(query).ok().and_then(|v| v.edns()) {
+            payloads.lock().unwrap().push(e.udp_payload_size);
+        }
+        inner(query)
+    }))
+}
+
+#[test]
+fn a_larger_payload_is_offered_only_to_a_server_whose_cookie_is_held() {
+    for (with_cookie, expected_later) in [(4096, 4096), (1232, 1232)] {
+        let payloads = Arc::new(Mutex::new(Vec::new()));
+        let mut net = internet();
+        let server = cookie_server(Arc::new(Mutex::new(Vec::new())), false);
+        net.set(
+            "10.0.3.1",
+            recording_payloads(server, Arc::clone(&payloads)),
+        );
+        let mut r = resolver(|c| c.udp_payload_with_cookie = with_cookie);
+        for qname in ["www.example.com.", "alias.example.com."] {
+            assert_eq!(net.resolve(&mut r, qname, Rtype::A).rcode, Rcode::NOERROR);
+        }
+        let payloads = payloads.lock().unwrap();
+        assert!(payloads.len() >= 2, "{payloads:?}");
+        assert_eq!(payloads[0], 1232, "no cookie of the server held yet");
+        assert_eq!(*payloads.last().unwrap(), expected_later, "{payloads:?}");
+    }
+    // Without client cookies there is no server cookie to hold.
+    let payloads = Arc::new(Mutex::new(Vec::new()));
+    let mut net = internet();
+    let server = cookie_server(Arc::new(Mutex::new(Vec::new())), false);
+    net.set(
+        "10.0.3.1",
+        recording_payloads(server, Arc::clone(&payloads)),
+    );
+    let mut r = resolver(|c| {
+        c.udp_payload_with_cookie = 4096;
+        c.client_cookies = false;
+    });
+    for qname in ["www.example.com.", "alias.example.com."] {
+        assert_eq!(net.resolve(&mut r, qname, Rtype::A).rcode, Rcode::NOERROR);
+    }
+    assert!(payloads.lock().unwrap().iter().all(|&p| p == 1232));
+}
+
 #[test]
 fn a_response_with_someone_elses_client_cookie_is_dropped_as_forged() {
     let seen = Arc::new(Mutex::new(Vec::new()));

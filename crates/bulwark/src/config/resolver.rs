@@ -39,6 +39,8 @@ pub struct ResolverSection {
     pub prefetch: Option<bool>,
     /// RFC 7873 cookies on queries to servers.
     pub client_cookies: Option<bool>,
+    /// The EDNS payload offered to a server whose cookie is held.
+    pub udp_payload_with_cookie: Option<Spanned<u16>>,
     #[serde(default)]
     pub forward: Vec<ForwardSection>,
     #[serde(default)]
@@ -396,8 +398,23 @@ pub fn build_resolver(
             .unwrap_or(defaults.limits.discard_after_ms),
         ..defaults.limits
     };
+    let udp_payload_with_cookie = match &s.udp_payload_with_cookie {
+        Some(v) if *v.get_ref() < defaults.udp_payload => {
+            problems.push(src.at(
+                v.span(),
+                format!(
+                    "[resolver] udp_payload_with_cookie: must be at least {}",
+                    defaults.udp_payload
+                ),
+            ));
+            defaults.udp_payload_with_cookie
+        }
+        Some(v) => *v.get_ref(),
+        None => defaults.udp_payload_with_cookie,
+    };
     let engine = ResolverConfig {
         root_hints,
+        udp_payload_with_cookie,
         qname_minimisation: s.qname_minimisation.unwrap_or(defaults.qname_minimisation),
         forwards,
         stubs,

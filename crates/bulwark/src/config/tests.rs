@@ -638,6 +638,21 @@ fn experimental_algorithms_are_off_by_default_and_named_to_turn_on() {
 }
 
 #[test]
+fn a_payload_offered_with_a_cookie_is_read_and_may_not_be_below_the_plain_one() {
+    let s = settings("[resolver]\n").unwrap();
+    assert_eq!(s.resolver.unwrap().engine.udp_payload_with_cookie, 1232);
+    let s = settings("[resolver]\nudp_payload_with_cookie = 4096\n").unwrap();
+    assert_eq!(s.resolver.unwrap().engine.udp_payload_with_cookie, 4096);
+    let err = settings("[resolver]\nudp_payload_with_cookie = 600\n").unwrap_err();
+    assert!(
+        err.problems.iter().any(|p| p.contains(
+            "bulwark.toml:2:27: [resolver] udp_payload_with_cookie: must be at least 1232"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_trust_anchor_is_an_error_naming_where_it_is() {
     let err = settings("[resolver]\ntrust_anchors = [\"test. DS 12345 13 2 XYZ\"]\n").unwrap_err();
     assert!(

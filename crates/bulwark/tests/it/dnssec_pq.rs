@@ -446,3 +446,96 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
         );
     }
 }
+
+/// Queries of `transport` a bulwark has received, by its metrics.
+fn queries_over(prometheus: SocketAddr, transport: &str) -> u64 {
+    let prefix = format!("bulwark_queries_total{{transport=\"{transport}\"");
+    support::scrape_metrics(prometheus)
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+/// Seed 003's fewer round trips, the standard way: an authoritative bulwark
+/// that sends UDP answers larger than 1,232 octets only to clients that
+/// proved their address with its cookie (`max_udp_payload` with `[cookies]
+/// require_for_udp_above`), and a resolving bulwark that offers a larger
+/// payload to servers whose cookie it holds (`udp_payload_with_cookie`).
+/// After the first exchange, which gets the cookie, ML-DSA-44 answers come
+/// over UDP in one round trip, and the authoritative server sees no more TCP.
+/// A resolver without the setting falls back to TCP for every such answer.
+#[test]
+fn a_resolver_holding_the_servers_cookie_gets_large_answers_over_udp() {
+    let dir = temp_dir("dnssec-pq-cookie-");
+    let zone = "mldsa.test.";
+    fs::write(dir.path().join("mldsa.test.zone"), zone_text()).unwrap();
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nmax_udp_payload = 8192\n\n\
+         [cookies]\nrequire_for_udp_above = 1232\n\n\
+         [prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
+         [dnssec_policy.pq]\nalgorithm = \"MLDSA44\"\n\n\
+         [[zone]]\norigin = \"{zone}\"\nfile = \"mldsa.test.zone\"\ndnssec_policy = \"pq\"\n"
+    );
+    let path = dir.path().join("auth.toml");
+    fs::write(&path, config).unwrap();
+    let args = ["serve", "--config", path.to_str().unwrap()].map(String::from);
+    let (_auth, bound) = support::start_bulwark(&args, &[], dir.path(), "auth");
+    let auth = bound.dns[0];
+    let prometheus = bound.prometheus.expect("prometheus bound");
+    let keys = dir.path().join("keys");
+    let ds = bulwark(&["keys", "ds", zone, "-K", keys.to_str().unwrap()]);
+    let anchors = [ds.trim().to_owned()];
+
+    let names = [
+        ("mail", RecordType::A),
+        ("www", RecordType::AAAA),
+        ("nope1", RecordType::A),
+        ("nope2", RecordType::A),
+        ("x.y.ent", RecordType::TXT),
+    ];
+    for (with_cookie, more_tcp) in [(true, false), (false, true)] {
+        let resolver_dir = temp_dir("dnssec-pq-cookie-resolver-");
+        let lines = if with_cookie {
+            "udp_payload_with_cookie = 8192\n"
+        } else {
+            ""
+        };
+        let (process, resolver) = start_resolver_with(
+            resolver_dir.path(),
+            &anchors,
+            &[zone],
+            auth,
+            Reach::Stub,
+            lines,
+        );
+        // The first question meets the server: its first answers are TC
+        // (no cookie of ours yet), then the cookie is held.
+        let v = resolve(resolver, &format!("www.{zone}"), RecordType::A, false);
+        assert!(v.rcode == "NOERROR" && v.ad, "{}", process.log());
+        let (tcp_before, udp_before) = (
+            queries_over(prometheus, "tcp"),
+            queries_over(prometheus, "udp"),
+        );
+        for (label, qtype) in names {
+            let qname = format!("{label}.{zone}");
+            let v = resolve(resolver, &qname, qtype, false);
+            assert!(
+                v.ad && (v.rcode == "NOERROR" || v.rcode == "NXDOMAIN"),
+                "{qname} {qtype}: {} AD {}\n{}",
+                v.rcode,
+                v.ad,
+                process.log()
+            );
+        }
+        let tcp = queries_over(prometheus, "tcp") - tcp_before;
+        let udp = queries_over(prometheus, "udp") - udp_before;
+        assert!(udp >= names.len() as u64, "UDP queries {udp}");
+        if more_tcp {
+            assert!(tcp >= names.len() as u64, "without the setting, TCP {tcp}");
+        } else {
+            assert_eq!(tcp, 0, "with the server's cookie, no TCP ({udp} over UDP)");
+        }
+    }
+}
