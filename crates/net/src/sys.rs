@@ -299,10 +299,35 @@ pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
     } else {
         (libc::IPPROTO_IP, libc::IP_PKTINFO)
     };
-    let on: libc::c_int = 1;
+    set_int_option(fd, level, name, 1)
+}
+
+/// TCP Fast Open (RFC 7413) on a listening socket: up to `queue`
+/// connections whose SYN carried data (and a valid TFO cookie) may wait
+/// for accept, their query read before the handshake ends. The kernel
+/// takes it only where `net.ipv4.tcp_fastopen` has its server bit (2).
+pub(crate) fn enable_fast_open_listener(fd: RawFd, queue: libc::c_int) -> io::Result<()> {
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, queue)
+}
+
+/// TCP Fast Open as a client, set before `connect`: when the kernel holds
+/// a TFO cookie of the server (it keeps them per destination), `connect`
+/// returns at once and the first write goes out in the SYN; otherwise the
+/// SYN asks for a cookie and the connection proceeds as usual.
+pub(crate) fn enable_fast_open_connect(fd: RawFd) -> io::Result<()> {
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT, 1)
+}
+
+fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     let len = libc::socklen_t::try_from(mem::size_of::<libc::c_int>()).unwrap_or(4);
     // SAFETY: passes a pointer to a live c_int and its size, as setsockopt expects.
-    let r = unsafe { libc::setsockopt(fd, level, name, (&on as *const libc::c_int).cast(), len) };
+    let r =
+        unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), len) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }

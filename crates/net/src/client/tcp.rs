@@ -4,6 +4,7 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -27,6 +28,9 @@ pub(crate) async fn connect(
         SocketAddr::V4(_) => TcpSocket::new_v4()?,
         SocketAddr::V6(_) => TcpSocket::new_v6()?,
     };
+    // Issue 27: with the server's TFO cookie in the kernel, the query goes
+    // in the SYN (RFC 7413). Where the kernel refuses, plain TCP.
+    let _ = crate::sys::enable_fast_open_connect(socket.as_raw_fd());
     if via.is_some() {
         let addr = SocketAddr::new(local_ip(server, via)?, 0);
         socket

@@ -13,6 +13,7 @@ mod accept;
 mod connection;
 
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,8 +106,13 @@ impl BoundTcp {
     }
 }
 
+/// Connections with data in their SYN (TCP Fast Open) that may wait for
+/// accept: beyond it the kernel falls back to the full handshake.
+const FAST_OPEN_QUEUE: libc::c_int = 256;
+
 /// Binds a listening socket (SO_REUSEADDR so a restart does not wait for
-/// TIME_WAIT; IPV6_V6ONLY on v6), non-blocking, ready for [`serve_tcp`].
+/// TIME_WAIT; IPV6_V6ONLY on v6; TCP Fast Open where the kernel allows it),
+/// non-blocking, ready for [`serve_tcp`].
 pub fn bind_tcp(addr: SocketAddr) -> Result<BoundTcp, NetError> {
     let bind_err = |cause| NetError::Bind {
         proto: "tcp",
@@ -130,6 +136,11 @@ pub fn bind_tcp(addr: SocketAddr) -> Result<BoundTcp, NetError> {
         .map_err(opt("SO_REUSEADDR"))?;
     socket.set_nonblocking(true).map_err(opt("O_NONBLOCK"))?;
     socket.bind(&addr.into()).map_err(bind_err)?;
+    // Issue 27: a client holding our TFO cookie sends its query in the SYN
+    // and has the answer a round trip sooner. An optimisation only: a
+    // kernel without it (or with it turned off) leaves plain TCP, which
+    // works the same, so a refusal is not an error.
+    let _ = crate::sys::enable_fast_open_listener(socket.as_raw_fd(), FAST_OPEN_QUEUE);
     socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
     Ok(BoundTcp {
         listener: socket.into(),
