@@ -54,7 +54,9 @@ use hickory_proto::rr::RecordType;
 
 use crate::interop_validation::{bulwark, start_unbound};
 use crate::resolver_validation::{start_resolver, start_resolver_with, Reach};
-use crate::support::{self, require_python_module, require_tool, temp_dir, EdnsSpec, QuerySpec};
+use crate::support::{
+    self, require_python_module, require_tool, temp_dir, Bound, ChildGuard, EdnsSpec, QuerySpec,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// RFC 8914 §4.7: DNSSEC Bogus.
@@ -447,6 +449,28 @@ fn bulwark_signs_and_validates_ml_dsa_44_as_dnspython_does_and_unbound_calls_it_
     }
 }
 
+/// The zone the delivery tests serve, signed online with ML-DSA-44.
+const MLDSA_ZONE: &str = "mldsa.test.";
+
+/// bulwark serving [`MLDSA_ZONE`] on 127.0.0.1, with `server_lines` added to
+/// its `[server]` table and `tables` before its zone: the process, what it
+/// bound, and the zone's DS, once it is signed.
+fn serve_mldsa_zone(dir: &Path, server_lines: &str, tables: &str) -> (ChildGuard, Bound, String) {
+    fs::write(dir.join("mldsa.test.zone"), zone_text()).unwrap();
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n{server_lines}\n{tables}\
+         [dnssec_policy.pq]\nalgorithm = \"MLDSA44\"\n\n\
+         [[zone]]\norigin = \"{MLDSA_ZONE}\"\nfile = \"mldsa.test.zone\"\ndnssec_policy = \"pq\"\n"
+    );
+    let path = dir.join("auth.toml");
+    fs::write(&path, config).unwrap();
+    let args = ["serve", "--config", path.to_str().unwrap()].map(String::from);
+    let (auth, bound) = support::start_bulwark(&args, &[], dir, "auth");
+    let keys = dir.join("keys");
+    let ds = bulwark(&["keys", "ds", MLDSA_ZONE, "-K", keys.to_str().unwrap()]);
+    (auth, bound, ds.trim().to_owned())
+}
+
 /// Queries of `transport` a bulwark has received, by its metrics.
 fn queries_over(prometheus: SocketAddr, transport: &str) -> u64 {
     let prefix = format!("bulwark_queries_total{{transport=\"{transport}\"");
@@ -469,24 +493,15 @@ fn queries_over(prometheus: SocketAddr, transport: &str) -> u64 {
 #[test]
 fn a_resolver_holding_the_servers_cookie_gets_large_answers_over_udp() {
     let dir = temp_dir("dnssec-pq-cookie-");
-    let zone = "mldsa.test.";
-    fs::write(dir.path().join("mldsa.test.zone"), zone_text()).unwrap();
-    let config = format!(
-        "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\nmax_udp_payload = 8192\n\n\
-         [cookies]\nrequire_for_udp_above = 1232\n\n\
-         [prometheus]\nlisten = \"127.0.0.1:0\"\n\n\
-         [dnssec_policy.pq]\nalgorithm = \"MLDSA44\"\n\n\
-         [[zone]]\norigin = \"{zone}\"\nfile = \"mldsa.test.zone\"\ndnssec_policy = \"pq\"\n"
+    let (_auth, bound, ds) = serve_mldsa_zone(
+        dir.path(),
+        "max_udp_payload = 8192\n",
+        "[cookies]\nrequire_for_udp_above = 1232\n\n[prometheus]\nlisten = \"127.0.0.1:0\"\n\n",
     );
-    let path = dir.path().join("auth.toml");
-    fs::write(&path, config).unwrap();
-    let args = ["serve", "--config", path.to_str().unwrap()].map(String::from);
-    let (_auth, bound) = support::start_bulwark(&args, &[], dir.path(), "auth");
+    let zone = MLDSA_ZONE;
     let auth = bound.dns[0];
     let prometheus = bound.prometheus.expect("prometheus bound");
-    let keys = dir.path().join("keys");
-    let ds = bulwark(&["keys", "ds", zone, "-K", keys.to_str().unwrap()]);
-    let anchors = [ds.trim().to_owned()];
+    let anchors = [ds];
 
     let names = [
         ("mail", RecordType::A),
@@ -576,17 +591,8 @@ fn tcp_fast_open_carries_queries_in_the_syn_both_ways() {
             .unwrap();
         assert!(set.success(), "net.ipv4.tcp_fastopen in the namespace");
         let dir = temp_dir("dnssec-pq-tfo-");
-        let zone = "mldsa.test.";
-        fs::write(dir.path().join("mldsa.test.zone"), zone_text()).unwrap();
-        let config = format!(
-            "[server]\nlisten = [\"127.0.0.1:0\"]\nthreads = 1\n\n\
-             [dnssec_policy.pq]\nalgorithm = \"MLDSA44\"\n\n\
-             [[zone]]\norigin = \"{zone}\"\nfile = \"mldsa.test.zone\"\ndnssec_policy = \"pq\"\n"
-        );
-        let path = dir.path().join("auth.toml");
-        fs::write(&path, config).unwrap();
-        let args = ["serve", "--config", path.to_str().unwrap()].map(String::from);
-        let (_auth, bound) = support::start_bulwark(&args, &[], dir.path(), "auth");
+        let (_auth, bound, ds) = serve_mldsa_zone(dir.path(), "", "");
+        let zone = MLDSA_ZONE;
         let auth = bound.dns[0];
 
         // kdig: the first connection gets a TFO cookie, the second sends
@@ -616,9 +622,7 @@ fn tcp_fast_open_carries_queries_in_the_syn_both_ways() {
         // The resolver: one instance's TCP connection leaves the server's
         // cookie in the namespace's kernel; the next instance's first TCP
         // query goes in its SYN.
-        let keys = dir.path().join("keys");
-        let ds = bulwark(&["keys", "ds", zone, "-K", keys.to_str().unwrap()]);
-        let anchors = [ds.trim().to_owned()];
+        let anchors = [ds];
         let active = tcp_ext("TCPFastOpenActive");
         for label in ["www", "mail"] {
             let resolver_dir = temp_dir("dnssec-pq-tfo-resolver-");
