@@ -137,12 +137,17 @@ fn serve_and_ask(tools: &Tools, far: &Namespace, dir: &Path) {
 
     // 4 UDP queries came through XDP (v4 A, v6 AAAA, denied, dnspython);
     // 3 answered, 1 refused (a response too).
-    let status = ctl_status(&control);
+    // A worker adds up a round's counts after sending its replies: the
+    // last answer can arrive before it is counted, so wait for the count.
+    let counted = "xdp xa received 4 responded 4 dropped 0 truncated 0 send_errors 0";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut status = ctl_status(&control);
+    while !status.contains(counted) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        status = ctl_status(&control);
+    }
     assert!(status.contains("xdp xa queues 0 native"), "{status}");
-    assert!(
-        status.contains("xdp xa received 4 responded 4 dropped 0 truncated 0 send_errors 0"),
-        "{status}"
-    );
+    assert!(status.contains(counted), "{status}");
     let prometheus: SocketAddr = bound.prometheus.unwrap();
     let metrics = support::scrape_metrics(prometheus);
     assert!(
