@@ -21,8 +21,9 @@ pub enum Algorithm {
     /// 18: ML-DSA-44 (FIPS 204), pure mode with an empty context, over the
     /// same signed data as every algorithm (RFC 4034 §3.1.8.1). The DNSKEY
     /// carries FIPS 204's 1,312-octet public key and the RRSIG its 2,420-octet
-    /// signature, both as FIPS 204 encodes them. No DNS standard fixes this
-    /// yet: it is how bulwark signs and checks it, see docs/dnssec.md.
+    /// signature, both as FIPS 204 encodes them (draft-westerbaan-dnssec-mldsa,
+    /// as dnspython has it; no RFC fixes the encodings yet, see
+    /// docs/dnssec.md).
     MlDsa44,
     /// 254, PRIVATEOID (RFC 4034 Appendix A.1.1) naming Falcon-512 (round
     /// 3) by the object identifier 1.3.9999.3.6: experimental, see
