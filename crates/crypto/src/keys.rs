@@ -436,6 +436,18 @@ mod tests {
     }
 
     #[test]
+    fn ml_dsa_signatures_are_hedged() {
+        // FIPS 204 §3.4: fresh randomness per signature, so two of the same
+        // data differ and both verify.
+        let key = SigningKey::generate(Algorithm::MlDsa44, None).unwrap();
+        let (a, b) = (key.sign(b"same").unwrap(), key.sign(b"same").unwrap());
+        assert_ne!(a, b);
+        for s in [a, b] {
+            verify(18, key.dnskey_public_key(), b"same", &s).unwrap();
+        }
+    }
+
+    #[test]
     fn a_missing_field_is_named() {
         let err = SigningKey::from_private_fields(Algorithm::RsaSha256, |_| None).unwrap_err();
         assert_eq!(err, CryptoError::MissingField("Modulus"));
