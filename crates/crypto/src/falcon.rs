@@ -24,18 +24,15 @@ use pqcrypto_traits::sign::{DetachedSignature as _, PublicKey as _, SecretKey as
 use crate::CryptoError;
 
 /// RFC 4034 Appendix A.1.1.
-pub const PRIVATEOID: u8 = 254;
+pub(crate) const PRIVATEOID: u8 = 254;
 
 /// The prefix of both fields: the length (7), then the DER encoding of
 /// 1.3.9999.3.6 (tag 6, length 5, arcs 1.3 = 43, 9999, 3, 6).
-pub const FALCON512_OID_PREFIX: [u8; 8] = [0x07, 0x06, 0x05, 0x2b, 0xce, 0x0f, 0x03, 0x06];
-
-/// The object identifier in its dotted form, for messages and docs.
-pub const FALCON512_OID: &str = "1.3.9999.3.6";
+pub(crate) const FALCON512_OID_PREFIX: [u8; 8] = [0x07, 0x06, 0x05, 0x2b, 0xce, 0x0f, 0x03, 0x06];
 
 /// The key file field for the public key: PQClean's secret key does not
 /// hold it, and recomputing it is not in its interface.
-pub const PUBLIC_KEY_FIELD: &str = "PublicKey";
+pub(crate) const PUBLIC_KEY_FIELD: &str = "PublicKey";
 
 /// A Falcon-512 key pair.
 pub(crate) struct FalconKey {
@@ -97,7 +94,7 @@ fn with_prefix(raw: &[u8]) -> Vec<u8> {
 }
 
 /// Whether a PRIVATEOID DNSKEY's public key field names Falcon-512.
-pub fn is_falcon512_key(public_key: &[u8]) -> bool {
+pub(crate) fn is_falcon512_key(public_key: &[u8]) -> bool {
     public_key.starts_with(&FALCON512_OID_PREFIX)
 }
 

@@ -12,8 +12,7 @@ use aws_lc_rs::signature::{
 };
 
 use crate::der;
-use crate::falcon::FalconKey;
-pub use crate::falcon::PUBLIC_KEY_FIELD;
+use crate::falcon::{FalconKey, PUBLIC_KEY_FIELD};
 use crate::pkcs11::{Pkcs11Uri, TokenKey};
 use crate::{Algorithm, CryptoError};
 

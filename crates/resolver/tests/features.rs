@@ -257,26 +257,9 @@ fn recording_payloads(inner: Behaviour, payloads: Arc<Mutex<Vec<u16>>>) -> Behav
     }))
 }
 
-#[test]
-fn a_larger_payload_is_offered_only_to_a_server_whose_cookie_is_held() {
-    for (with_cookie, expected_later) in [(4096, 4096), (1232, 1232)] {
-        let payloads = Arc::new(Mutex::new(Vec::new()));
-        let mut net = internet();
-        let server = cookie_server(Arc::new(Mutex::new(Vec::new())), false);
-        net.set(
-            "10.0.3.1",
-            recording_payloads(server, Arc::clone(&payloads)),
-        );
-        let mut r = resolver(|c| c.udp_payload_with_cookie = with_cookie);
-        for qname in ["www.example.com.", "alias.example.com."] {
-            assert_eq!(net.resolve(&mut r, qname, Rtype::A).rcode, Rcode::NOERROR);
-        }
-        let payloads = payloads.lock().unwrap();
-        assert!(payloads.len() >= 2, "{payloads:?}");
-        assert_eq!(payloads[0], 1232, "no cookie of the server held yet");
-        assert_eq!(*payloads.last().unwrap(), expected_later, "{payloads:?}");
-    }
-    // Without client cookies there is no server cookie to hold.
+/// The EDNS payloads a cookie-speaking server saw over two lookups by a
+/// resolver set up by `configure`.
+fn payloads_offered(configure: impl FnOnce(&mut bulwark_resolver::ResolverConfig)) -> Vec<u16> {
     let payloads = Arc::new(Mutex::new(Vec::new()));
     let mut net = internet();
     let server = cookie_server(Arc::new(Mutex::new(Vec::new())), false);
@@ -284,14 +267,28 @@ fn a_larger_payload_is_offered_only_to_a_server_whose_cookie_is_held() {
         "10.0.3.1",
         recording_payloads(server, Arc::clone(&payloads)),
     );
-    let mut r = resolver(|c| {
-        c.udp_payload_with_cookie = 4096;
-        c.client_cookies = false;
-    });
+    let mut r = resolver(configure);
     for qname in ["www.example.com.", "alias.example.com."] {
         assert_eq!(net.resolve(&mut r, qname, Rtype::A).rcode, Rcode::NOERROR);
     }
-    assert!(payloads.lock().unwrap().iter().all(|&p| p == 1232));
+    let seen = payloads.lock().unwrap().clone();
+    seen
+}
+
+#[test]
+fn a_larger_payload_is_offered_only_to_a_server_whose_cookie_is_held() {
+    for (with_cookie, expected_later) in [(4096, 4096), (1232, 1232)] {
+        let payloads = payloads_offered(|c| c.udp_payload_with_cookie = with_cookie);
+        assert!(payloads.len() >= 2, "{payloads:?}");
+        assert_eq!(payloads[0], 1232, "no cookie of the server held yet");
+        assert_eq!(*payloads.last().unwrap(), expected_later, "{payloads:?}");
+    }
+    // Without client cookies there is no server cookie to hold.
+    let payloads = payloads_offered(|c| {
+        c.udp_payload_with_cookie = 4096;
+        c.client_cookies = false;
+    });
+    assert!(payloads.iter().all(|&p| p == 1232), "{payloads:?}");
 }
 
 #[test]

@@ -48,17 +48,17 @@ use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use hickory_proto::rr::RecordType;
 
 use crate::interop_validation::{bulwark, start_unbound};
-use crate::resolver_validation::{start_resolver, start_resolver_with, Reach};
+use crate::resolver_validation::{
+    resolve_over, start_resolver, start_resolver_with, Reach, Verdict,
+};
 use crate::support::{
-    self, require_python_module, require_tool, temp_dir, Bound, ChildGuard, EdnsSpec, QuerySpec,
+    self, require_python_module, require_tool, temp_dir, Bound, ChildGuard, Transport,
 };
 
-const TIMEOUT: Duration = Duration::from_secs(5);
 /// RFC 8914 §4.7: DNSSEC Bogus.
 const EDE_DNSSEC_BOGUS: u16 = 6;
 
@@ -160,33 +160,10 @@ fn tamper_with_a_signature(path: &Path, owner: &str) {
     fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
-struct Verdict {
-    rcode: String,
-    ad: bool,
-    answers: usize,
-    ede: Option<u16>,
-}
-
 /// Asks `addr` over TCP with RD and DO: these answers do not fit 1,232
 /// octets, and the verdict is what is compared here, not truncation.
 fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdict {
-    let mut spec = QuerySpec::new(qname, qtype);
-    spec.rd = true;
-    spec.cd = cd;
-    spec.edns = Some(EdnsSpec {
-        payload: 1232,
-        dnssec_ok: true,
-        version: 0,
-    });
-    let raw = support::exchange_tcp(addr, &spec.to_wire(0x9e18), TIMEOUT)
-        .unwrap_or_else(|e| panic!("{qname} {qtype}: {e}"));
-    let a = support::Answer::parse(&raw).unwrap();
-    Verdict {
-        rcode: a.rcode_name(),
-        ad: a.ad,
-        answers: a.answer.len(),
-        ede: support::extended_error(&raw).map(|(code, _)| code),
-    }
+    resolve_over(addr, qname, qtype, cd, Transport::Tcp)
 }
 
 #[test]

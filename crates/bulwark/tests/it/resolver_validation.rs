@@ -104,14 +104,28 @@ pub(crate) fn start_resolver_with(
     (process, bound.dns[0])
 }
 
-struct Verdict {
-    rcode: String,
-    ad: bool,
-    answers: usize,
-    ede: Option<u16>,
+/// What a validating resolver said of a question.
+pub(crate) struct Verdict {
+    pub rcode: String,
+    pub ad: bool,
+    pub answers: usize,
+    pub ede: Option<u16>,
 }
 
 fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdict {
+    resolve_over(addr, qname, qtype, cd, Transport::Udp)
+}
+
+/// Asks `addr` with RD and DO over `transport` (TCP for answers that do not
+/// fit 1,232 octets): the verdict, its Extended DNS Error read from a
+/// second asking.
+pub(crate) fn resolve_over(
+    addr: SocketAddr,
+    qname: &str,
+    qtype: RecordType,
+    cd: bool,
+    transport: Transport,
+) -> Verdict {
     let mut spec = QuerySpec::new(qname, qtype);
     spec.rd = true;
     spec.cd = cd;
@@ -120,10 +134,14 @@ fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdic
         dnssec_ok: true,
         version: 0,
     });
-    let a = support::query_retry(addr, &spec, Transport::Udp, TIMEOUT, 3)
+    let a = support::query_retry(addr, &spec, transport, TIMEOUT, 3)
         .unwrap_or_else(|e| panic!("{qname} {qtype}: {e}"));
     let wire = spec.to_wire(0x5eed);
-    let raw = support::exchange_udp(addr, &wire, 0x5eed, TIMEOUT).unwrap();
+    let raw = match transport {
+        Transport::Udp => support::exchange_udp(addr, &wire, 0x5eed, TIMEOUT),
+        Transport::Tcp => support::exchange_tcp(addr, &wire, TIMEOUT),
+    }
+    .unwrap();
     Verdict {
         rcode: a.rcode_name(),
         ad: a.ad,
