@@ -18,12 +18,13 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use crate::doh::{self, Method, Query, Rejection};
+use crate::h2_streams::{StreamInbox, StreamRunner};
 use crate::tcp::{ConnectionEnd, TcpConfig, TcpStats};
 use crate::{Deferred, QueryHandler, Responder};
 
@@ -107,7 +108,10 @@ where
         let shared = Arc::clone(&shared);
         async move { Ok::<_, Infallible>(shared.answer(req).await) }
     });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // The HTTP/2 streams run in this task (see `crate::h2_streams`).
+    let inbox = StreamInbox::default();
+    let mut streams = StreamRunner::new(inbox.clone());
+    let mut builder = auto::Builder::new(inbox);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -132,7 +136,7 @@ where
                 .unwrap_or_else(Instant::now);
         }
         tokio::select! {
-            done = conn.as_mut() => {
+            done = std::future::poll_fn(|cx| streams.poll_drive(conn.as_mut(), cx)) => {
                 return match (done, closing) {
                     (_, Some(end)) => end,
                     (Ok(()), None) => ConnectionEnd::PeerClosed,

@@ -25,6 +25,7 @@ pub mod doh;
 pub mod doq;
 mod error;
 pub mod frame;
+mod h2_streams;
 mod heap;
 pub mod https;
 mod metrics_http;
