@@ -33,6 +33,14 @@
 #   OUTSTANDING=400       dnsperf -q (queries in flight over all connections)
 #   STREAMS=32            h2load -m (streams in flight per connection)
 #   SERVER_CPU=1 GEN_CPU=0
+#   QUOTA_ROWS="udp tcp/1q dot/1q"   rows measured once more (labelled
+#                         ROW@quota) with the server held to CFS_QUOTA of
+#                         CFS_PERIOD µs of its core (cgroup v1), so that the
+#                         server, not the generator, sets the rate: one
+#                         dnsperf or connperf on one core answers ~155,000
+#                         UDP queries or ~14,000 connections a second from
+#                         every server alike. Empty: none.
+#   CFS_QUOTA=25000 CFS_PERIOD=100000
 #   BULWARK_BIN=target/release/bulwark (built unless NO_BUILD=1)
 #   OUT=bench/results/transports-YYYYMMDD   raw outputs and summary.tsv
 set -euo pipefail
@@ -48,6 +56,9 @@ OUTSTANDING=${OUTSTANDING:-400}
 STREAMS=${STREAMS:-32}
 SERVER_CPU=${SERVER_CPU:-1}
 GEN_CPU=${GEN_CPU:-0}
+QUOTA_ROWS=${QUOTA_ROWS-"udp tcp/1q dot/1q"}
+CFS_QUOTA=${CFS_QUOTA:-25000}
+CFS_PERIOD=${CFS_PERIOD:-100000}
 CLK_TCK=$(getconf CLK_TCK)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BULWARK_BIN=${BULWARK_BIN:-$CARGO_TARGET_DIR/release/bulwark}
@@ -70,6 +81,7 @@ WORK=$(mktemp -d /tmp/bench-transports.XXXXXX)
 SERVER_PID=
 cleanup() {
     if [ -n "$SERVER_PID" ]; then stop_server "$SERVER_PID"; fi
+    quota_off transports
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -236,11 +248,13 @@ run_seconds() {
     fi
 }
 
-# measure SERVER TRANSPORT PATTERN: one run; appends a row to summary.tsv
-# (the transport column is `T` for long-lived connections, `T/PATTERN` else).
+# measure SERVER TRANSPORT PATTERN [SUFFIX]: one run; appends a row to
+# summary.tsv (the transport column is `T` for long-lived connections,
+# `T/PATTERN` else, with SUFFIX after it).
 measure() {
     local s=$1 t=$2 p=$3 raw before after answered n label=$2
     [ "$p" = long ] || label=$t/$p
+    label=$label${4:-}
     raw=$OUT/raw/$s-${label/\//-}.txt
     n=$(per_connection "$s" "$t" "$p")
     local pids
@@ -318,6 +332,15 @@ for s in $SERVERS; do
             [ "$t" = udp ] && [ "$p" != long ] && continue
             measure "$s" "$t" "$p"
             tail -1 "$OUT/summary.tsv" >&2
+            row=$t
+            [ "$p" = long ] || row=$t/$p
+            if [[ " $QUOTA_ROWS " == *" $row "* ]]; then
+                # shellcheck disable=SC2046
+                quota_on transports $(server_pids "$SERVER_PID")
+                measure "$s" "$t" "$p" @quota
+                quota_off transports
+                tail -1 "$OUT/summary.tsv" >&2
+            fi
         done
     done
     stop_server "$SERVER_PID"
@@ -325,7 +348,7 @@ for s in $SERVERS; do
 done
 
 {
-    echo "# transports, $(date -u +%Y-%m-%dT%H:%MZ), DUR=$DUR CONNS=$CONNS OUTSTANDING=$OUTSTANDING STREAMS=$STREAMS"
+    echo "# transports, $(date -u +%Y-%m-%dT%H:%MZ), DUR=$DUR CONNS=$CONNS OUTSTANDING=$OUTSTANDING STREAMS=$STREAMS QUOTA_ROWS=\"$QUOTA_ROWS\" (@quota: CFS $CFS_QUOTA/$CFS_PERIOD)"
     echo "# $(lscpu | sed -n 's/^Model name: *//p'), server on CPU $SERVER_CPU, generator on CPU $GEN_CPU"
     echo "# bulwark $(cd "$ROOT" && git rev-parse --short HEAD), unbound $(unbound -V 2>&1 | sed -n 's/^Version //p'), $(kresd --version), $(dnsdist --version 2>&1 | head -1)"
 } >"$OUT/versions.txt"
