@@ -32,7 +32,8 @@ with open(dat, "w") as f:
             f.write(t + " " + " ".join(cells) + "\n")
         f.write("\n\n")
 plot = [
-    "set terminal pngcairo size 1400,900 font ',10'",
+    # Labels such as udp@quota are text, not gnuplot's enhanced markup.
+    "set terminal pngcairo noenhanced size 1400,900 font ',10'",
     f"set output '{chart}'",
     "set multiplot layout 2,1",
     "set style data histograms",
