@@ -33,7 +33,7 @@
 #   OUTSTANDING=400       dnsperf -q (queries in flight over all connections)
 #   STREAMS=32            h2load -m (streams in flight per connection)
 #   SERVER_CPU=1 GEN_CPU=0
-#   QUOTA_ROWS="udp tcp/1q dot/1q"   rows measured once more (labelled
+#   QUOTA_ROWS="udp tcp/1q dot/1q doh/1q"   rows measured once more (labelled
 #                         ROW@quota) with the server held to CFS_QUOTA of
 #                         CFS_PERIOD µs of its core (cgroup v1), so that the
 #                         server, not the generator, sets the rate: one
@@ -56,7 +56,7 @@ OUTSTANDING=${OUTSTANDING:-400}
 STREAMS=${STREAMS:-32}
 SERVER_CPU=${SERVER_CPU:-1}
 GEN_CPU=${GEN_CPU:-0}
-QUOTA_ROWS=${QUOTA_ROWS-"udp tcp/1q dot/1q"}
+QUOTA_ROWS=${QUOTA_ROWS-"udp tcp/1q dot/1q doh/1q"}
 CFS_QUOTA=${CFS_QUOTA:-25000}
 CFS_PERIOD=${CFS_PERIOD:-100000}
 CLK_TCK=$(getconf CLK_TCK)
