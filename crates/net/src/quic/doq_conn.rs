@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use bulwark_proto::Rcode;
 use bytes::Bytes;
+use futures_util::future::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use quinn::{ReadToEndError, RecvStream, SendStream, VarInt};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::client_conns::ClientSlot;
@@ -65,7 +66,12 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
         answered: AtomicU32::new(0),
         stats: Arc::clone(stats),
     });
-    let mut streams: JoinSet<StreamEnd> = JoinSet::new();
+    // The streams run in this task, not as tasks of their own: the answers
+    // of the streams that one wake-up finds ready are written before quinn's
+    // driver runs, which then sends them in as few packets as fit (see
+    // `crate::h2_streams` for what a task per stream cost DoH). A stream
+    // that panics is caught here, as a task's panic was by a JoinSet.
+    let mut streams = FuturesUnordered::new();
     let mut last_busy = Instant::now();
     loop {
         let idle_at = last_busy
@@ -86,9 +92,10 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
                         }
                     }
                 }
-                streams.spawn(serve_stream(Arc::clone(&shared), send, recv));
+                let stream = serve_stream(Arc::clone(&shared), send, recv);
+                streams.push(std::panic::AssertUnwindSafe(stream).catch_unwind());
             }
-            Some(done) = streams.join_next() => {
+            Some(done) = streams.next() => {
                 last_busy = Instant::now();
                 if streams.is_empty() {
                     if let Some(s) = slot {
@@ -98,7 +105,7 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
                 match done {
                     Ok(StreamEnd::Done) => {}
                     Ok(StreamEnd::Protocol) => return ConnectionEnd::Protocol,
-                    // A stream's task panicked: that query is lost, the
+                    // Answering the stream panicked: that query is lost, the
                     // connection goes on.
                     Err(_) => {}
                 }
