@@ -158,11 +158,20 @@ mod tests {
     fn a_stream_that_waits_keeps_the_poll_pending_and_is_dropped_with_the_connection() {
         let inbox = StreamInbox::default();
         let mut runner = StreamRunner::new(inbox.clone());
-        inbox.execute(std::future::pending::<()>());
+        // What the waiting stream holds: freed only when the stream is.
+        let held = Arc::new(());
+        let in_stream = Arc::clone(&held);
+        inbox.execute(async move {
+            let _held = in_stream;
+            std::future::pending::<()>().await;
+        });
         let mut conn = std::future::pending::<()>();
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(runner.poll_drive(Pin::new(&mut conn), &mut cx).is_pending());
         assert_eq!(runner.in_flight(), 1);
+        assert_eq!(Arc::strong_count(&held), 2);
         drop(runner);
+        drop(inbox);
+        assert_eq!(Arc::strong_count(&held), 1);
     }
 }
