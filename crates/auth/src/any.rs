@@ -1,4 +1,4 @@
-//! ANY queries (RFC 8482 §4.2): answered with one RRset of the name, not all.
+//! ANY queries (RFC 8482 §4.1): answered with one RRset of the name, not all.
 //!
 //! Which one: like Knot, the RRset with the lowest type number (so the choice is
 //! stable and matches Knot in differential tests). RRSIG is never chosen on its own.
