@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, HashMap};
 use bulwark_proto::rdata::Rdata;
 use bulwark_proto::{Name, Rcode, Rtype};
 
+use crate::cache::Flushed;
+use crate::forget::related;
 use crate::response::{Resolution, Security};
 use crate::rrset::RrSet;
 use crate::validate::nsec::{blocks_below, closest_encloser, covers, wildcard_at, NsecRecord};
@@ -154,6 +156,38 @@ impl Aggressive {
         let until = now.saturating_add(u64::from(set.ttl).saturating_mul(1000));
         self.wildcards.insert((wildcard, set.rtype), (kept, until));
         true
+    }
+
+    /// Forgets what could speak for a flushed name: the spans of every
+    /// zone at or above it (an ancestor's span may deny a name a zone's
+    /// operator has just added) and below it, and the wildcards whose
+    /// closest encloser is so placed. A zone flush reaches the zones below
+    /// it too; flushing one name, only those that hold it.
+    pub(crate) fn forget(&mut self, flushed: &Flushed) {
+        match flushed {
+            Flushed::All => {
+                self.zones.clear();
+                self.wildcards.clear();
+            }
+            Flushed::Zone(zone) => {
+                self.zones.retain(|z, _| !related(z, zone));
+                self.wildcards
+                    .retain(|(w, _), _| w.parent().is_none_or(|e| !related(&e, zone)));
+            }
+            Flushed::Name(name) => {
+                self.zones.retain(|z, _| !name.ends_with(z));
+                self.wildcards
+                    .retain(|(w, _), _| w.parent().is_none_or(|e| !name.ends_with(&e)));
+            }
+        }
+        let spans = self.zones.values().flat_map(|z| {
+            z.nsec
+                .values()
+                .map(|(set, ..)| set.weight())
+                .chain(z.nsec3.values().map(|(set, ..)| set.weight()))
+        });
+        let wildcards = self.wildcards.values().map(|(set, _)| set.weight());
+        self.bytes = spans.chain(wildcards).fold(0, usize::saturating_add);
     }
 
     /// The answer the spans give to `qname`/`qtype`, if they give one: a
@@ -601,5 +635,46 @@ mod tests {
         let r = a.answer(&name("x.w.example."), Rtype::A, 1000).unwrap();
         assert_eq!(r.rcode, Rcode::NOERROR);
         assert_eq!(r.authority.len(), 2);
+    }
+
+    /// A wildcard expansion of `*.w.example.`, learned as validation does.
+    fn with_wildcard(mut a: Aggressive) -> Aggressive {
+        let mut txt = RrSet::new(name("x.w.example."), Rtype::TXT, 300);
+        txt.push(vec![2, b'h', b'i'], 300);
+        assert!(a.learn_wildcard(&txt, 2, 0));
+        a
+    }
+
+    #[test]
+    fn a_flush_forgets_the_spans_and_wildcards_that_speak_for_it() {
+        let denied = |a: &Aggressive, n: &str| a.answer(&name(n), Rtype::A, 1000).is_some();
+        // Another zone's spans are not the flushed one's business.
+        let mut a = with_wildcard(learned());
+        a.forget(&Flushed::Zone(name("other.")));
+        a.forget(&Flushed::Name(name("b.other.")));
+        assert!(denied(&a, "b.example."));
+        assert!(a.answer(&name("y.w.example."), Rtype::TXT, 1000).is_some());
+        // A zone below example. is in example.'s spans: they go, and with
+        // them the proof a wildcard answer needs; the wildcard, whose
+        // encloser is elsewhere, stays, and only its octets are counted.
+        a.forget(&Flushed::Zone(name("sub.example.")));
+        assert!(!denied(&a, "b.example."));
+        assert!(a.answer(&name("y.w.example."), Rtype::TXT, 1000).is_none());
+        assert_eq!(a.bytes, with_wildcard(Aggressive::new(1 << 20)).bytes);
+        a.forget(&Flushed::Zone(name("w.example.")));
+        assert_eq!(a.bytes, 0);
+
+        let mut a = with_wildcard(learned());
+        a.forget(&Flushed::Name(name("b.example.")));
+        assert!(!denied(&a, "b.example."));
+        assert_eq!(a.bytes, with_wildcard(Aggressive::new(1 << 20)).bytes);
+        // The wildcard's own name flushed: it goes too.
+        a.forget(&Flushed::Name(name("*.w.example.")));
+        assert_eq!(a.bytes, 0);
+
+        let mut a = with_wildcard(learned());
+        a.forget(&Flushed::All);
+        assert!(!denied(&a, "b.example."));
+        assert_eq!(a.bytes, 0);
     }
 }

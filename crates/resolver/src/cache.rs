@@ -20,8 +20,10 @@
 //! - **Rendered**: an entry asked for more than once keeps its answer as it
 //!   goes on the wire ([`rendered`]), so a hit is a copy and a few patches.
 
+mod flushes;
 mod rendered;
 
+pub use flushes::Flushed;
 pub use rendered::CachedReply;
 
 use std::collections::{HashMap, VecDeque};
@@ -287,6 +289,8 @@ pub struct Cache {
     bogus_ttl: u32,
     /// Zones not validated (RFC 7646), shared with the control socket.
     negative_anchors: NegativeAnchors,
+    /// Flushes the engine has yet to apply to what it keeps itself.
+    flushes: flushes::Flushes,
     /// Picks the shard. foldhash, seeded at random per process: several
     /// times faster than SipHash on short keys, and still not a function
     /// an attacker can aim names at without knowing the seed.
@@ -327,6 +331,7 @@ impl Cache {
                     .as_ref()
                     .map_or(&[][..], |v| &v.negative_anchors),
             ),
+            flushes: flushes::Flushes::default(),
             hasher: foldhash::fast::RandomState::default(),
             generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -829,20 +834,30 @@ impl Cache {
         }
     }
 
-    /// Forgets `name`'s entries of every type.
+    /// Forgets `name`'s entries of every type, and has the engine forget
+    /// what it knows of the name beside them ([`Flushed`]).
     pub fn flush_name(&self, name: &Name) -> usize {
         let name = name.to_lowercase();
+        self.flushes.note(Flushed::Name(name.clone()));
         self.retain(|key| key_name(key).is_none_or(|n| n != name))
     }
 
-    /// Forgets every entry at or below `zone`.
+    /// Forgets every entry at or below `zone`, likewise.
     pub fn flush_zone(&self, zone: &Name) -> usize {
         let zone = zone.to_lowercase();
+        self.flushes.note(Flushed::Zone(zone.clone()));
         self.retain(|key| key_name(key).is_none_or(|n| !n.ends_with(&zone)))
     }
 
+    /// Forgets every entry, likewise.
     pub fn flush_all(&self) -> usize {
+        self.flushes.note(Flushed::All);
         self.retain(|_| false)
+    }
+
+    /// The flushes since the engine last asked, for it to forget the same.
+    pub(crate) fn take_flushes(&self) -> Vec<Flushed> {
+        self.flushes.take()
     }
 
     fn retain(&self, keep: impl Fn(&[u8]) -> bool) -> usize {

@@ -272,6 +272,7 @@ impl Resolver {
     /// A client's question. The answer comes at once when the cache has it;
     /// otherwise later, from [`Resolver::poll_answer`].
     pub fn handle_query(&mut self, q: ClientQuestion, now: Millis) -> Option<Resolution> {
+        self.apply_flushes();
         self.stats.questions = self.stats.questions.saturating_add(1);
         if let Some(r) = self.cache.answer(&q.qname, q.qtype, now, false) {
             self.stats.answered_from_cache = self.stats.answered_from_cache.saturating_add(1);
@@ -338,6 +339,7 @@ impl Resolver {
     /// cache entry near expiry that a client asked for (prefetch). Nothing
     /// is done when it is being resolved already or the resolver is busy.
     pub fn prefetch(&mut self, qname: &Name, qtype: Rtype, now: Millis) {
+        self.apply_flushes();
         let key = (qname.to_lowercase(), qtype);
         if self.by_question.contains_key(&key) || self.tasks.len() >= self.config.limits.max_pending
         {
@@ -368,6 +370,7 @@ impl Resolver {
         result: Result<Vec<u8>, ExchangeError>,
         now: Millis,
     ) {
+        self.apply_flushes();
         let Some(out) = self.exchanges.remove(&id) else {
             return;
         };
@@ -384,6 +387,7 @@ impl Resolver {
     /// Time passed: tasks past their deadline give up, and clients waiting
     /// past serve-stale's client time-out get stale data if there is some.
     pub fn handle_timeout(&mut self, now: Millis) {
+        self.apply_flushes();
         let mut late: Vec<TaskId> = Vec::new();
         let mut stale: Vec<TaskId> = Vec::new();
         while let Some(&Reverse((at, id))) = self.timers.peek() {

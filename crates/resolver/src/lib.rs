@@ -43,6 +43,7 @@ pub mod cache;
 pub mod classify;
 pub mod config;
 pub mod engine;
+mod forget;
 pub mod infra;
 pub mod negative_anchors;
 pub mod packed;

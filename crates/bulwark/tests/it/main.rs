@@ -45,6 +45,7 @@ mod repl_update;
 mod repl_xot;
 mod resolver_bogus_matrix;
 mod resolver_dot_upstream;
+mod resolver_flush;
 mod resolver_internet;
 mod resolver_keytrap;
 mod resolver_ops;

@@ -112,7 +112,7 @@ pub(crate) struct Verdict {
     pub ede: Option<u16>,
 }
 
-fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdict {
+pub(crate) fn resolve(addr: SocketAddr, qname: &str, qtype: RecordType, cd: bool) -> Verdict {
     resolve_over(addr, qname, qtype, cd, Transport::Udp)
 }
 
@@ -151,7 +151,7 @@ pub(crate) fn resolve_over(
 }
 
 /// `bulwark ctl` on `socket`, its output (stdout and stderr).
-fn ctl(socket: &Path, words: &[&str]) -> String {
+pub(crate) fn ctl(socket: &Path, words: &[&str]) -> String {
     let out = Command::new(support::bulwark_bin())
         .arg("ctl")
         .arg("--socket")

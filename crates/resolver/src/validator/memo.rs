@@ -74,6 +74,12 @@ impl SignatureMemo {
         Ok(v)
     }
 
+    /// Forgets every verdict (a flush of the whole cache: the next
+    /// answers cost what a fresh resolver's do).
+    pub(crate) fn clear(&mut self) {
+        self.held.clear();
+    }
+
     /// Two 64-bit hashes under independent seeds of what the verdict
     /// depends on (`sigs` are `set.sigs` parsed: the raw ones are hashed).
     fn fingerprint(&self, set: &RrSet, zone: &Name, keys: &[Dnskey]) -> u128 {
