@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use futures_util::future::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use h3::server::RequestStream;
 use http::header::CONTENT_TYPE;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::client_conns::ClientSlot;
@@ -44,7 +45,11 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
         Ok(c) => c,
         Err(_) => return ConnectionEnd::Protocol,
     };
-    let mut requests: JoinSet<()> = JoinSet::new();
+    // The requests run in this task, as DoQ's streams do (see
+    // `doq_conn`): the answers one wake-up finds ready are written before
+    // quinn's driver sends them. A request that panics is caught here, as
+    // a task's panic was by a JoinSet.
+    let mut requests = FuturesUnordered::new();
     let mut last_busy = Instant::now();
     let mut closing: Option<ConnectionEnd> = None;
     loop {
@@ -65,11 +70,12 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
                         }
                     }
                     let exchange = Arc::clone(&exchange);
-                    requests.spawn(async move {
+                    let request = async move {
                         if let Ok((request, stream)) = resolver.resolve_request().await {
                             answer(&exchange, request, stream).await;
                         }
-                    });
+                    };
+                    requests.push(std::panic::AssertUnwindSafe(request).catch_unwind());
                 }
                 // The client's GOAWAY, or ours, and every request done.
                 Ok(None) => return closing.unwrap_or(ConnectionEnd::PeerClosed),
@@ -78,7 +84,7 @@ pub(super) async fn serve<H: QueryHandler + Send + 'static>(
                 }
                 Err(_) => return closing.unwrap_or(ConnectionEnd::Protocol),
             },
-            Some(_) = requests.join_next() => {
+            Some(_) = requests.next() => {
                 last_busy = Instant::now();
                 if requests.is_empty() {
                     if let Some(s) = slot {
