@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What each transport costs (issue 25, seed 004): UDP, TCP, DNS over TLS,
-# DNS over HTTPS (HTTP/2) and DNS over QUIC (bulwark alone: no packaged peer
-# serves it), answered from local data so the transport is what is
+# DNS over HTTPS (HTTP/2), and DNS over QUIC and DoH over HTTP/3 (bulwark
+# alone: no packaged peer serves either), answered from local data so the transport is what is
 # measured, by bulwark, Unbound, Knot Resolver and dnsdist in one run, each
 # pinned to one core (SERVER_CPU) with the load generator on another
 # (GEN_CPU). Prints, per transport and connection pattern, the answered
@@ -21,13 +21,13 @@
 # too slowly to load a server) POSTing one query (application/dns-message,
 # RFC 8484 §4.1) over and over, run again and again with QUERIES_PER_CONN x
 # CONNS requests for the short patterns; and bench/connperf (built here,
-# tokio, rustls and quinn) for DoQ and for TCP and DoT with one query per
-# connection, where dnsperf's reconnects, not the server, set the pace.
+# tokio, rustls, quinn and h3) for DoQ, for DoH over HTTP/3 (POSTs to
+# /dns-query) and for TCP and DoT with one query per connection, where dnsperf's reconnects, not the server, set the pace.
 #
 # Environment (all optional):
 #   DUR=10                seconds per run
 #   SERVERS="bulwark unbound kresd dnsdist"
-#   TRANSPORTS="udp tcp dot doh doq"
+#   TRANSPORTS="udp tcp dot doh doq doh3"
 #   PATTERNS="long 30s 1s 1q"
 #   CONNS=16              client sockets / connections
 #   OUTSTANDING=400       dnsperf -q (queries in flight over all connections)
@@ -49,7 +49,7 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
 DUR=${DUR:-10}
 SERVERS=${SERVERS:-"bulwark unbound kresd dnsdist"}
-TRANSPORTS=${TRANSPORTS:-"udp tcp dot doh doq"}
+TRANSPORTS=${TRANSPORTS:-"udp tcp dot doh doq doh3"}
 PATTERNS=${PATTERNS:-"long 30s 1s 1q"}
 CONNS=${CONNS:-16}
 OUTSTANDING=${OUTSTANDING:-400}
@@ -106,12 +106,12 @@ printf '\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05name1\x05bench\x07ex
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj /CN=localhost -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
 
-PORT= TLS_PORT= HTTPS_PORT=
+PORT= TLS_PORT= HTTPS_PORT= H3_PORT=
 
 start_server() {
     local s=$1 d=$WORK/$1
     mkdir -p "$d"
-    PORT=$(free_port) TLS_PORT=$(free_port) HTTPS_PORT=$(free_port)
+    PORT=$(free_port) TLS_PORT=$(free_port) HTTPS_PORT=$(free_port) H3_PORT=$(free_port)
     case $s in
     bulwark)
         cat >"$d/bulwark.toml" <<CONF
@@ -135,6 +135,14 @@ key = "$WORK/key.pem"
 [[listener]]
 address = "127.0.0.1:$TLS_PORT"
 transport = "quic"
+certificate = "$WORK/cert.pem"
+key = "$WORK/key.pem"
+# DoH over HTTP/3 on a listener of its own: with http3 on, the HTTP/2
+# listener's answers would carry Alt-Svc, which the doh rows must not.
+[[listener]]
+address = "127.0.0.1:$H3_PORT"
+transport = "https"
+http3 = true
 certificate = "$WORK/cert.pem"
 key = "$WORK/key.pem"
 [[zone]]
@@ -261,10 +269,11 @@ measure() {
     pids=$(server_pids "$SERVER_PID")
     before=$(ticks $pids)
     case $t/$p in
-    tcp/1q | dot/1q | doq/*)
-        local port=$TLS_PORT
+    tcp/1q | dot/1q | doq/* | doh3/*)
+        local port=$TLS_PORT mode=$t
         [ "$t" = tcp ] && port=$PORT
-        taskset -c "$GEN_CPU" "$CONNPERF" "$t" "127.0.0.1:$port" "$DUR" "$CONNS" \
+        [ "$t" = doh3 ] && port=$H3_PORT mode=h3
+        taskset -c "$GEN_CPU" "$CONNPERF" "$mode" "127.0.0.1:$port" "$DUR" "$CONNS" \
             "$(( (OUTSTANDING + CONNS - 1) / CONNS ))" "$n" "$WORK/queries" >"$raw" 2>&1 || true
         answered=$(sed -n 's/^answered \([0-9]*\)$/\1/p' "$raw")
         ;;
@@ -326,8 +335,8 @@ for s in $SERVERS; do
     wait_answering
     pin_server "$SERVER_PID"
     for t in $TRANSPORTS; do
-        # DoQ: no packaged peer serves it.
-        [ "$t" = doq ] && [ "$s" != bulwark ] && continue
+        # DoQ and DoH over HTTP/3: no packaged peer serves them.
+        [[ "$t" = doq || "$t" = doh3 ]] && [ "$s" != bulwark ] && continue
         for p in $PATTERNS; do
             [ "$t" = udp ] && [ "$p" != long ] && continue
             measure "$s" "$t" "$p"

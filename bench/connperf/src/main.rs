@@ -1,12 +1,13 @@
 //! connperf: DNS load over connections, for bench/transports.sh.
 //!
-//! usage: connperf doq|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE
+//! usage: connperf doq|h3|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE
 //!
 //! Keeps CONNECTIONS connections busy for SECONDS, each with IN_FLIGHT
 //! queries outstanding, and replaces a connection after
 //! QUERIES_PER_CONNECTION answers (0: never): DNS over QUIC (RFC 9250, each
-//! query on a new stream), DNS over TCP (RFC 7766, pipelined), or DNS over
-//! TLS (RFC 7858, ALPN dot). No certificate check: the bench's own
+//! query on a new stream), DNS over HTTPS on HTTP/3 (RFC 8484 POSTs to
+//! /dns-query, one request per stream), DNS over TCP (RFC 7766,
+//! pipelined), or DNS over TLS (RFC 7858, ALPN dot). No certificate check: the bench's own
 //! self-signed one. QUERYFILE holds `NAME TYPE` lines (A and AAAA), cycled.
 //! Prints `sent N`, `answered N`, `connections N`, `failed N`.
 
@@ -80,7 +81,7 @@ struct Counts {
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     if args.len() != 8 {
-        eprintln!("usage: connperf doq|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE");
+        eprintln!("usage: connperf doq|h3|tcp|dot ADDR:PORT SECONDS CONNECTIONS IN_FLIGHT QUERIES_PER_CONNECTION QUERYFILE");
         std::process::exit(2);
     }
     let mode = args.remove(1);
@@ -107,6 +108,11 @@ fn main() {
         .expect("runtime");
     let counts = Arc::new(Counts::default());
     let end = Instant::now() + Duration::from_secs(seconds);
+    if mode == "h3" {
+        runtime.block_on(h3_load(server, connections, streams, per_connection, end, queries, Arc::clone(&counts)));
+        report(&counts);
+        return;
+    }
     if mode != "doq" {
         let tls = (mode == "dot").then(|| client_tls(b"dot"));
         runtime.block_on(streams_load(server, tls, connections, streams, per_connection, end, queries, Arc::clone(&counts)));
@@ -285,4 +291,99 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     }
     let _ = stream.shutdown().await;
     true
+}
+
+/// DoH over HTTP/3: each connection keeps IN_FLIGHT POSTs outstanding,
+/// each request on a stream of its own, until its budget is spent.
+async fn h3_load(
+    server: SocketAddr,
+    connections: usize,
+    in_flight: usize,
+    per_connection: u64,
+    end: Instant,
+    queries: Arc<Vec<Vec<u8>>>,
+    counts: Arc<Counts>,
+) {
+    let tls = client_tls(b"h3");
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let (endpoint, queries, counts) = (endpoint.clone(), Arc::clone(&queries), Arc::clone(&counts));
+        tasks.push(tokio::spawn(async move {
+            let mut next = c;
+            while Instant::now() < end {
+                let Ok(connecting) = endpoint.connect(server, "localhost") else { break };
+                let Ok(conn) = connecting.await else {
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let Ok((mut driver, send_request)) = h3::client::new(h3_quinn::Connection::new(conn.clone())).await else {
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                counts.connections.fetch_add(1, Ordering::Relaxed);
+                let drive = tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+                let budget = Arc::new(AtomicU64::new(if per_connection == 0 { u64::MAX } else { per_connection }));
+                let mut workers = Vec::new();
+                for s in 0..in_flight {
+                    let (mut send_request, queries, counts, budget) =
+                        (send_request.clone(), Arc::clone(&queries), Arc::clone(&counts), Arc::clone(&budget));
+                    let start = next + s * 7;
+                    workers.push(tokio::spawn(async move {
+                        let mut i = start;
+                        while Instant::now() < end {
+                            if budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_err() {
+                                return;
+                            }
+                            // The query without DoQ's length prefix.
+                            let q = bytes::Bytes::copy_from_slice(&queries[i % queries.len()][2..]);
+                            i += 1;
+                            let request = http::Request::post("https://localhost/dns-query")
+                                .header("content-type", "application/dns-message")
+                                .header("accept", "application/dns-message")
+                                .body(())
+                                .expect("request");
+                            counts.sent.fetch_add(1, Ordering::Relaxed);
+                            let Ok(mut stream) = send_request.send_request(request).await else {
+                                counts.failed.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            };
+                            if stream.send_data(q).await.is_err() || stream.finish().await.is_err() {
+                                counts.failed.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            let ok = match stream.recv_response().await {
+                                Ok(r) if r.status() == http::StatusCode::OK => {
+                                    let mut len = 0;
+                                    while let Ok(Some(chunk)) = stream.recv_data().await {
+                                        len += bytes::Buf::remaining(&chunk);
+                                    }
+                                    len > 12
+                                }
+                                _ => false,
+                            };
+                            if ok {
+                                counts.answered.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                counts.failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }));
+                }
+                drop(send_request);
+                for w in workers {
+                    let _ = w.await;
+                }
+                next += in_flight;
+                conn.close(0u32.into(), b"");
+                drive.abort();
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    endpoint.close(0u32.into(), b"");
 }
