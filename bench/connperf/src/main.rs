@@ -120,10 +120,7 @@ fn main() {
         return;
     }
     runtime.block_on(async {
-        let tls = client_tls(b"doq");
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
-        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let endpoint = quic_endpoint(b"doq");
         let mut tasks = Vec::new();
         for c in 0..connections {
             let (endpoint, queries, counts) = (endpoint.clone(), Arc::clone(&queries), Arc::clone(&counts));
@@ -136,7 +133,7 @@ fn main() {
                         continue;
                     };
                     counts.connections.fetch_add(1, Ordering::Relaxed);
-                    let budget = Arc::new(AtomicU64::new(if per_connection == 0 { u64::MAX } else { per_connection }));
+                    let budget = answer_budget(per_connection);
                     let mut workers = Vec::new();
                     for s in 0..streams {
                         let (conn, queries, counts, budget) =
@@ -145,7 +142,7 @@ fn main() {
                         workers.push(tokio::spawn(async move {
                             let mut i = start;
                             while Instant::now() < end {
-                                if budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_err() {
+                                if !spend(&budget) {
                                     return;
                                 }
                                 let Ok((mut send, mut recv)) = conn.open_bi().await else { return };
@@ -188,6 +185,25 @@ fn report(counts: &Counts) {
     println!("answered {}", counts.answered.load(Ordering::Relaxed));
     println!("connections {}", counts.connections.load(Ordering::Relaxed));
     println!("failed {}", counts.failed.load(Ordering::Relaxed));
+}
+
+/// A QUIC client endpoint on a port of its own, offering `alpn`.
+fn quic_endpoint(alpn: &[u8]) -> quinn::Endpoint {
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(client_tls(alpn)).expect("QUIC TLS");
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    endpoint
+}
+
+/// The queries one connection may still send: QUERIES_PER_CONNECTION, or
+/// no end for 0.
+fn answer_budget(per_connection: u64) -> Arc<AtomicU64> {
+    Arc::new(AtomicU64::new(if per_connection == 0 { u64::MAX } else { per_connection }))
+}
+
+/// Takes one query from `budget`; false when it is spent.
+fn spend(budget: &AtomicU64) -> bool {
+    budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_ok()
 }
 
 /// TLS 1.3 (and 1.2 for DoT) offering `alpn`, any certificate accepted.
@@ -304,10 +320,7 @@ async fn h3_load(
     queries: Arc<Vec<Vec<u8>>>,
     counts: Arc<Counts>,
 ) {
-    let tls = client_tls(b"h3");
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("socket");
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let endpoint = quic_endpoint(b"h3");
     let mut tasks = Vec::new();
     for c in 0..connections {
         let (endpoint, queries, counts) = (endpoint.clone(), Arc::clone(&queries), Arc::clone(&counts));
@@ -325,7 +338,7 @@ async fn h3_load(
                 };
                 counts.connections.fetch_add(1, Ordering::Relaxed);
                 let drive = tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
-                let budget = Arc::new(AtomicU64::new(if per_connection == 0 { u64::MAX } else { per_connection }));
+                let budget = answer_budget(per_connection);
                 let mut workers = Vec::new();
                 for s in 0..in_flight {
                     let (mut send_request, queries, counts, budget) =
@@ -334,7 +347,7 @@ async fn h3_load(
                     workers.push(tokio::spawn(async move {
                         let mut i = start;
                         while Instant::now() < end {
-                            if budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_err() {
+                            if !spend(&budget) {
                                 return;
                             }
                             // The query without DoQ's length prefix.
