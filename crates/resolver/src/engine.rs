@@ -166,8 +166,9 @@ pub struct Resolver {
     timers: BinaryHeap<Reverse<(Millis, TaskId)>>,
     /// What validation knows of each zone's keys.
     pub(crate) keys: HashMap<Name, crate::validator::KeyEntry>,
-    /// Which server answered each question last, and as a server of which
-    /// zone: a zone whose keys prove bogus is asked again elsewhere.
+    /// Which server answered each DNSKEY and DS question last (the DS from
+    /// a referral too), and as a server of which zone: a zone whose keys
+    /// prove bogus is asked again elsewhere.
     pub(crate) origins: HashMap<(Name, Rtype), (IpAddr, Name)>,
     /// The zones whose keys the current judgement found bogus.
     pub(crate) bogus_zones: Vec<Name>,

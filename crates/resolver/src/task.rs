@@ -838,11 +838,16 @@ impl Resolver {
         if self.config.validation.is_none() {
             return;
         }
-        if self.origins.len() >= MAX_ORIGINS {
-            self.origins.clear();
+        // Only who gave keys and DS sets is asked for again (a bogus
+        // chain's retry elsewhere): for the rest, a 500-octet entry per
+        // upstream answer would be written, rehashed and never read.
+        if matches!(out.query.rtype, Rtype::DNSKEY | Rtype::DS) {
+            if self.origins.len() >= MAX_ORIGINS {
+                self.origins.clear();
+            }
+            let question = (out.query.name.to_lowercase(), out.query.rtype);
+            self.origins.insert(question, (out.server, zone.clone()));
         }
-        let question = (out.query.name.to_lowercase(), out.query.rtype);
-        self.origins.insert(question, (out.server, zone.clone()));
         if gave_data && !task.answered_by.iter().any(|(ip, _)| *ip == out.server) {
             task.answered_by.push((out.server, zone.clone()));
         }
