@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What each transport costs (issue 25, seed 004): UDP, TCP, DNS over TLS,
 # DNS over HTTPS (HTTP/2), and DNS over QUIC and DoH over HTTP/3 (bulwark
-# alone: no packaged peer serves either), answered from local data so the transport is what is
-# measured, by bulwark, Unbound, Knot Resolver and dnsdist in one run, each
-# pinned to one core (SERVER_CPU) with the load generator on another
-# (GEN_CPU). Prints, per transport and connection pattern, the answered
+# alone: no packaged peer serves either), answered from local data so the
+# transport is what is measured, by bulwark, Unbound, Knot Resolver and
+# dnsdist in one run, each pinned to one core (SERVER_CPU) with the load
+# generator on another (GEN_CPU). Prints, per transport and connection pattern, the answered
 # queries per second and the server's CPU per answered query, with
 # bulwark's ratio to the best peer.
 #
@@ -22,7 +22,8 @@
 # RFC 8484 §4.1) over and over, run again and again with QUERIES_PER_CONN x
 # CONNS requests for the short patterns; and bench/connperf (built here,
 # tokio, rustls, quinn and h3) for DoQ, for DoH over HTTP/3 (POSTs to
-# /dns-query) and for TCP and DoT with one query per connection, where dnsperf's reconnects, not the server, set the pace.
+# /dns-query) and for TCP and DoT with one query per connection, where
+# dnsperf's reconnects, not the server, set the pace.
 #
 # Environment (all optional):
 #   DUR=10                seconds per run
