@@ -2,6 +2,14 @@
 //! (RFC 5452 §9.2, §10): an off-path forger must guess both, 32 bits or so,
 //! instead of the 16 of an ID alone. There is no weaker fallback: a failing
 //! generator is an error the caller sees.
+//!
+//! Ports are drawn for every upstream query, so they come from a per-thread
+//! buffer of the generator's output, refilled a few hundred octets at a
+//! time: one `getrandom` system call per 64 ports instead of one per query.
+//! Buffered output is as unpredictable as fresh output; it only has to stay
+//! in memory no one else reads, as the process's keys do.
+
+use std::cell::RefCell;
 
 use super::error::ClientError;
 
@@ -27,8 +35,42 @@ pub fn fill_random(buf: &mut [u8]) -> Result<(), ClientError> {
 /// An unpredictable source port in the unprivileged range 1024..=65535
 /// (RFC 5452 §10: draw from as many ports as possible; RFC 6056 §3.2).
 pub fn random_port() -> Result<u16, ClientError> {
-    let r = getrandom::u32().map_err(ClientError::Random)?;
-    Ok(port_from(r))
+    BUFFERED.with(|b| b.borrow_mut().next_u32()).map(port_from)
+}
+
+/// Octets of the generator's output a thread keeps for its next draws.
+const BUFFER_OCTETS: usize = 256;
+
+thread_local! {
+    static BUFFERED: RefCell<Buffered> = const { RefCell::new(Buffered::EMPTY) };
+}
+
+/// The generator's output not yet drawn; every octet is handed out once.
+struct Buffered {
+    octets: [u8; BUFFER_OCTETS],
+    /// Where the next draw starts; `BUFFER_OCTETS` when all are spent.
+    next: usize,
+}
+
+impl Buffered {
+    const EMPTY: Self = Self {
+        octets: [0; BUFFER_OCTETS],
+        next: BUFFER_OCTETS,
+    };
+
+    fn next_u32(&mut self) -> Result<u32, ClientError> {
+        if self.next.saturating_add(4) > BUFFER_OCTETS {
+            getrandom::fill(&mut self.octets).map_err(ClientError::Random)?;
+            self.next = 0;
+        }
+        let end = self.next.saturating_add(4);
+        let mut word = [0u8; 4];
+        if let Some(four) = self.octets.get(self.next..end) {
+            word.copy_from_slice(four);
+        }
+        self.next = end;
+        Ok(u32::from_ne_bytes(word))
+    }
 }
 
 /// Maps a uniform 32-bit draw onto the port range by multiplying and keeping
@@ -51,6 +93,32 @@ mod tests {
         clippy::arithmetic_side_effects
     )]
     use super::*;
+
+    #[test]
+    fn buffered_draws_are_not_repeated_across_a_refill() {
+        // 1,000 draws span several refills; 32-bit words from a CSPRNG
+        // collide among 1,000 with probability about 1 in 8.6 million.
+        let mut b = Buffered::EMPTY;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            assert!(seen.insert(b.next_u32().unwrap()));
+        }
+        assert_eq!(b.next % 4, 0);
+    }
+
+    #[test]
+    fn a_spent_buffer_is_refilled_not_reread() {
+        let mut b = Buffered::EMPTY;
+        b.next_u32().unwrap();
+        let first = b.octets;
+        for _ in 1..BUFFER_OCTETS / 4 {
+            b.next_u32().unwrap();
+        }
+        assert_eq!(b.next, BUFFER_OCTETS);
+        b.next_u32().unwrap();
+        assert_eq!(b.next, 4);
+        assert_ne!(b.octets, first);
+    }
 
     #[test]
     fn drawn_ports_cover_the_unprivileged_range_exactly() {
