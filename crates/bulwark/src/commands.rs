@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use bulwark_guard::RrlStats;
 use bulwark_net::{TcpStats, UdpStats};
+use bulwark_resolver::cache::ServersFlushed;
 
 use crate::stats::Family;
 use crate::zones::{ZoneInfo, ZoneOutcome, Zones};
@@ -262,6 +263,13 @@ const COMMANDS: &[CommandSpec] = &[
         run: Run::Now(|plane, args| cache_flush(plane, Flush::Zone(args))),
     },
     CommandSpec {
+        words: &["cache", "flush-infra"],
+        usage: "[ADDRESS]",
+        min_args: 0,
+        max_args: 1,
+        run: Run::Now(cache_flush_infra),
+    },
+    CommandSpec {
         words: &["anchors"],
         usage: "",
         min_args: 0,
@@ -345,6 +353,29 @@ fn cache_flush(plane: &dyn ControlPlane, what: Flush<'_>) -> Reply {
         },
     };
     Reply::ok(vec![format!("flushed {removed} entries")])
+}
+
+/// `cache flush-infra [ADDRESS]`: the resolver forgets what it knows of
+/// every server, or of one (Unbound's `flush_infra all|IP`).
+fn cache_flush_infra(plane: &dyn ControlPlane, args: &[String]) -> Reply {
+    let Some(cache) = plane.resolver_cache() else {
+        return no_resolver();
+    };
+    match args.first() {
+        None => {
+            cache.flush_servers(ServersFlushed::All);
+            Reply::ok(vec!["forgetting what is known of every server".to_string()])
+        }
+        Some(text) => match text.parse::<std::net::IpAddr>() {
+            Ok(ip) => {
+                cache.flush_servers(ServersFlushed::One(ip));
+                Reply::ok(vec![format!("forgetting what is known of {ip}")])
+            }
+            Err(_) => Reply::error(format!(
+                "`{text}` is not a server address: give an IPv4 or IPv6 address"
+            )),
+        },
+    }
 }
 
 /// How long a negative trust anchor set at run time lasts unless told

@@ -23,7 +23,7 @@
 mod flushes;
 mod rendered;
 
-pub use flushes::Flushed;
+pub use flushes::{Flushed, ServersFlushed};
 pub use rendered::CachedReply;
 
 use std::collections::{HashMap, VecDeque};
@@ -855,8 +855,16 @@ impl Cache {
         self.retain(|_| false)
     }
 
+    /// Has the engine forget what it knows of the servers (round trips,
+    /// time-outs and the back-off they earned, lameness, EDNS support,
+    /// server cookies): of every server, or of one address. The cached
+    /// data stays. Applied before the engine's next step.
+    pub fn flush_servers(&self, which: ServersFlushed) {
+        self.flushes.note_servers(which);
+    }
+
     /// The flushes since the engine last asked, for it to forget the same.
-    pub(crate) fn take_flushes(&self) -> Vec<Flushed> {
+    pub(crate) fn take_flushes(&self) -> (Vec<Flushed>, Vec<ServersFlushed>) {
         self.flushes.take()
     }
 

@@ -3,17 +3,25 @@
 //! cache's spans that could still deny a flushed name, and (flushing
 //! everything) the signatures already checked. Taken before every step,
 //! so no answer after a flush is made from what it flushed. What is
-//! known of the servers (round trips, lameness) stays, as Unbound keeps
-//! its infrastructure cache through `flush_zone`.
+//! known of the servers (round trips, lameness) stays through a flush of
+//! data, as Unbound keeps its infrastructure cache through `flush_zone`;
+//! it has a flush of its own ([`ServersFlushed`]).
 
 use bulwark_proto::Name;
 
-use crate::cache::Flushed;
+use crate::cache::{Flushed, ServersFlushed};
 use crate::engine::Resolver;
 
 impl Resolver {
     pub(crate) fn apply_flushes(&mut self) {
-        for flushed in self.cache.take_flushes() {
+        let (data, servers) = self.cache.take_flushes();
+        for which in servers {
+            match which {
+                ServersFlushed::All => self.infra.forget_all(),
+                ServersFlushed::One(ip) => self.infra.forget(ip),
+            }
+        }
+        for flushed in data {
             match &flushed {
                 Flushed::All => {
                     self.keys.clear();

@@ -204,6 +204,19 @@ impl Infra {
         self.servers.get(&ip).map_or(UNKNOWN_RTT_MS, |s| s.srtt)
     }
 
+    /// Forgets everything known of `ip`: it is next chosen as a server
+    /// never heard from.
+    pub fn forget(&mut self, ip: IpAddr) {
+        self.servers.remove(&ip);
+        self.lame.retain(|(lame_ip, _), _| *lame_ip != ip);
+    }
+
+    /// Forgets everything known of every server.
+    pub fn forget_all(&mut self) {
+        self.servers.clear();
+        self.lame.clear();
+    }
+
     fn forget_old(&mut self, now: Millis) {
         self.servers
             .retain(|_, s| now.saturating_sub(s.last_used) < FORGET_AFTER_MS);
@@ -256,6 +269,32 @@ mod tests {
         assert_eq!(infra.choose(&[a, b], &zone, &[b], 10, 0), Some(a));
         infra.answered(a, 5, 20);
         assert_eq!(infra.srtt(a), 5);
+    }
+
+    #[test]
+    fn a_forgotten_server_is_a_stranger_again_and_only_it() {
+        let mut infra = Infra::new();
+        let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        let zone: Name = "test.".parse().unwrap();
+        for _ in 0..4 {
+            infra.timed_out(a, 0);
+            infra.timed_out(b, 0);
+        }
+        infra.lame_for(a, &zone, 0);
+        infra.lame_for(b, &zone, 0);
+        infra.set_edns(a, EdnsSupport::Broken, 0);
+        infra.forget(a);
+        assert_eq!(infra.srtt(a), UNKNOWN_RTT_MS);
+        assert_eq!(infra.edns(a), EdnsSupport::Unknown);
+        assert_eq!(infra.choose(&[a, b], &zone, &[], 1, 0), Some(a));
+        assert_ne!(infra.srtt(b), UNKNOWN_RTT_MS, "b is remembered");
+        assert_eq!(
+            infra.choose(&[b], &zone, &[], 1, 0),
+            None,
+            "b is still lame"
+        );
+        infra.forget_all();
+        assert_eq!(infra.choose(&[b], &zone, &[], 1, 0), Some(b));
     }
 
     #[test]

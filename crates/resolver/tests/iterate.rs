@@ -12,6 +12,8 @@
 mod common;
 
 use bulwark_proto::{Rcode, Rtype};
+use bulwark_resolver::cache::ServersFlushed;
+use bulwark_resolver::Resolver;
 use common::*;
 
 #[test]
@@ -230,6 +232,60 @@ ns2.example A 10.0.3.2
         let res = net.resolve(&mut r, &format!("{host}.example.com."), Rtype::A);
         assert_eq!(res.rcode, Rcode::NOERROR, "{res:?}\n{:#?}", net.asked());
     }
+}
+
+/// example.com. with a second server, 10.0.3.2, which is silent.
+fn internet_with_a_second_example_server() -> Net {
+    let mut net = internet();
+    net.servers
+        .insert("10.0.3.2".parse().unwrap(), Behaviour::Silent);
+    net.serve(
+        "10.0.1.1",
+        vec![zone(
+            "com.",
+            r#"
+$TTL 86400
+@ SOA ns.com. admin.com. 1 1800 900 604800 3600
+@ NS ns.com.
+ns A 10.0.1.1
+example NS ns1.example.com.
+example NS ns2.example.com.
+ns1.example A 10.0.3.1
+ns2.example A 10.0.3.2
+"#,
+        )],
+    );
+    net
+}
+
+#[test]
+fn after_an_infra_flush_a_server_given_up_on_is_asked_again() {
+    let mut net = internet_with_a_second_example_server();
+    let mut r = resolver(|_| {});
+    fn ask(net: &mut Net, r: &mut Resolver, from: usize) {
+        for i in from..from + 20 {
+            let res = net.resolve(r, &format!("n{i}.example.com."), Rtype::A);
+            assert_eq!(res.rcode, Rcode::NXDOMAIN, "{res:?}");
+        }
+    }
+    ask(&mut net, &mut r, 0);
+    assert!(net.queries_to("10.0.3.2") >= 1, "{:#?}", net.asked());
+    // The server is fixed; the resolver, having timed it out, leaves it
+    // alone (its round trip doubled, far out of the fastest band).
+    net.serve("10.0.3.2", vec![example_zone()]);
+    let given_up = net.queries_to("10.0.3.2");
+    ask(&mut net, &mut r, 100);
+    assert_eq!(net.queries_to("10.0.3.2"), given_up);
+    // Forgetting another server changes nothing for it.
+    r.cache()
+        .flush_servers(ServersFlushed::One("10.0.3.9".parse().unwrap()));
+    ask(&mut net, &mut r, 200);
+    assert_eq!(net.queries_to("10.0.3.2"), given_up);
+    // Forgetting it makes it a server never heard from, in the band again.
+    r.cache()
+        .flush_servers(ServersFlushed::One("10.0.3.2".parse().unwrap()));
+    ask(&mut net, &mut r, 300);
+    assert!(net.queries_to("10.0.3.2") > given_up, "{:#?}", net.asked());
 }
 
 #[test]

@@ -202,6 +202,13 @@ pub enum CacheCommand {
         #[arg(long, value_name = "ZONE")]
         zone: Option<String>,
     },
+    /// Forget what the resolver knows of the servers it asks (round trips,
+    /// time-outs and back-off, lameness, EDNS support, cookies): of all, or
+    /// of one address. The cached data stays.
+    FlushInfra {
+        /// The server's address, e.g. `192.0.2.53`.
+        address: Option<std::net::IpAddr>,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -277,6 +284,10 @@ impl CtlCommand {
                 (Some(n), _) => format!("cache flush name {n}"),
                 (None, Some(z)) => format!("cache flush zone {z}"),
                 (None, None) => "cache flush".to_string(),
+            },
+            CtlCommand::Cache(CacheCommand::FlushInfra { address }) => match address {
+                Some(ip) => format!("cache flush-infra {ip}"),
+                None => "cache flush-infra".to_string(),
             },
             CtlCommand::Anchors => "anchors".to_string(),
             CtlCommand::Nta(NtaCommand::Add { zone, seconds }) => match seconds {

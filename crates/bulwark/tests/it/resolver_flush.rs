@@ -129,4 +129,26 @@ fn a_flush_forgets_the_zones_keys_and_the_spans_that_denied_its_names() {
         fresh,
         "questions after a flush against a fresh resolver's (auth reload: {reloaded})"
     );
+
+    // Forgetting the servers keeps the data: the cached answer costs no
+    // question, and the resolver goes on resolving.
+    let out = ctl(&socket, &["cache", "flush-infra", "127.0.0.1"]);
+    assert!(
+        out.contains("forgetting what is known of 127.0.0.1"),
+        "{out}"
+    );
+    let out = ctl(&socket, &["cache", "flush-infra"]);
+    assert!(out.contains("every server"), "{out}");
+    let before = upstream_queries(&socket);
+    secure("www.flush.test.", "NOERROR", true);
+    assert_eq!(
+        upstream_queries(&socket),
+        before,
+        "the answer is still cached"
+    );
+    secure("z.flush.test.", "NXDOMAIN", false);
+    assert!(
+        upstream_queries(&socket) > before,
+        "the servers are asked again"
+    );
 }

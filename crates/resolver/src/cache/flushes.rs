@@ -6,7 +6,13 @@
 //! next step. Without it, a flushed zone's keys stay trusted and its
 //! spans go on denying names until their TTLs run out: a zone whose keys
 //! or names an operator just fixed would not see the fix.
+//!
+//! What the engine knows of the servers (round trips, time-outs, lameness,
+//! EDNS, cookies) is flushed apart from the data, as Unbound's
+//! `flush_infra` is: an operator who fixed a server the resolver gave up
+//! on wants it asked again, without losing the cache.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -22,16 +28,24 @@ pub enum Flushed {
     Name(Name),
 }
 
-/// Notes kept at most: past them, they make one flush of everything
-/// (which is what many flushes in a row amount to).
+/// Which servers' records a flush of the engine's server knowledge covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServersFlushed {
+    All,
+    One(IpAddr),
+}
+
+/// Notes kept at most, of each kind: past them, they make one flush of
+/// everything of that kind (which is what many flushes in a row amount to).
 const MAX_NOTES: usize = 64;
 
 #[derive(Debug, Default)]
 pub(super) struct Flushes {
-    /// Whether `notes` holds any: read on every step of the engine, so a
-    /// load rather than a lock.
+    /// Whether `notes` or `servers` holds any: read on every step of the
+    /// engine, so a load rather than a lock.
     pending: AtomicBool,
     notes: Mutex<Vec<Flushed>>,
+    servers: Mutex<Vec<ServersFlushed>>,
 }
 
 impl Flushes {
@@ -46,13 +60,26 @@ impl Flushes {
         self.pending.store(true, Ordering::Release);
     }
 
-    pub(super) fn take(&self) -> Vec<Flushed> {
+    pub(super) fn note_servers(&self, what: ServersFlushed) {
+        let mut notes = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+        if what == ServersFlushed::All || notes.len() >= MAX_NOTES {
+            notes.clear();
+            notes.push(ServersFlushed::All);
+        } else if notes.first() != Some(&ServersFlushed::All) {
+            notes.push(what);
+        }
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// The data flushes and the server flushes noted since the last take.
+    pub(super) fn take(&self) -> (Vec<Flushed>, Vec<ServersFlushed>) {
         if !self.pending.load(Ordering::Acquire) {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
         self.pending.store(false, Ordering::Release);
-        std::mem::take(&mut *notes)
+        (std::mem::take(&mut *notes), std::mem::take(&mut *servers))
     }
 }
 
@@ -67,24 +94,43 @@ mod tests {
     #[test]
     fn notes_are_taken_once_and_many_become_all() {
         let f = Flushes::default();
-        assert!(f.take().is_empty());
+        assert!(f.take().0.is_empty());
         f.note(Flushed::Zone(name("example.")));
         f.note(Flushed::Name(name("www.example.")));
         assert_eq!(
-            f.take(),
+            f.take().0,
             [
                 Flushed::Zone(name("example.")),
                 Flushed::Name(name("www.example."))
             ]
         );
-        assert!(f.take().is_empty());
+        assert!(f.take().0.is_empty());
         for i in 0..=MAX_NOTES {
             f.note(Flushed::Name(name(&format!("n{i}.example."))));
         }
-        assert_eq!(f.take(), [Flushed::All]);
+        assert_eq!(f.take().0, [Flushed::All]);
         // After everything, a narrower flush adds nothing.
         f.note(Flushed::All);
         f.note(Flushed::Zone(name("example.")));
-        assert_eq!(f.take(), [Flushed::All]);
+        assert_eq!(f.take().0, [Flushed::All]);
+    }
+
+    #[test]
+    fn server_notes_are_kept_apart_from_data_notes() {
+        let f = Flushes::default();
+        let a: IpAddr = "192.0.2.1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        f.note_servers(ServersFlushed::One(a));
+        assert_eq!(f.take(), (Vec::new(), vec![ServersFlushed::One(a)]));
+        // Many data flushes become one flush of all data, not of the servers.
+        for i in 0..=MAX_NOTES {
+            f.note(Flushed::Name(name(&format!("n{i}.example."))));
+        }
+        f.note_servers(ServersFlushed::One(a));
+        assert_eq!(f.take(), (vec![Flushed::All], vec![ServersFlushed::One(a)]));
+        for _ in 0..=MAX_NOTES {
+            f.note_servers(ServersFlushed::One(a));
+        }
+        f.note_servers(ServersFlushed::One(a));
+        assert_eq!(f.take(), (Vec::new(), vec![ServersFlushed::All]));
     }
 }
