@@ -207,26 +207,7 @@ fn nodata_is_a_noerror_answer_with_the_soa() {
 
 #[test]
 fn a_silent_server_is_passed_over_for_another() {
-    let mut net = internet();
-    // example.com. gets a second server, silent.
-    net.servers
-        .insert("10.0.3.2".parse().unwrap(), Behaviour::Silent);
-    net.serve(
-        "10.0.1.1",
-        vec![zone(
-            "com.",
-            r#"
-$TTL 86400
-@ SOA ns.com. admin.com. 1 1800 900 604800 3600
-@ NS ns.com.
-ns A 10.0.1.1
-example NS ns1.example.com.
-example NS ns2.example.com.
-ns1.example A 10.0.3.1
-ns2.example A 10.0.3.2
-"#,
-        )],
-    );
+    let mut net = internet_with_a_second_example_server();
     let mut r = resolver(|_| {});
     for host in ["www", "ns1"] {
         let res = net.resolve(&mut r, &format!("{host}.example.com."), Rtype::A);

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{ClientError, Operation};
-pub use random::{fill_random, random_id, random_port};
+pub use random::{fill_random, random_id, random_port, RandomBlock};
 pub use tcp::TransferStream;
 pub use tls::{Authentication, SpkiDigest, UpstreamTls, UpstreamTlsError};
 

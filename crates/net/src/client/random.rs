@@ -38,29 +38,42 @@ pub fn random_port() -> Result<u16, ClientError> {
     BUFFERED.with(|b| b.borrow_mut().next_u32()).map(port_from)
 }
 
-/// Octets of the generator's output a thread keeps for its next draws.
-const BUFFER_OCTETS: usize = 256;
+/// Octets of the generator's output a block holds.
+const BLOCK_OCTETS: usize = 256;
 
 thread_local! {
-    static BUFFERED: RefCell<Buffered> = const { RefCell::new(Buffered::EMPTY) };
+    static BUFFERED: RefCell<RandomBlock> = const { RefCell::new(RandomBlock::EMPTY) };
 }
 
-/// The generator's output not yet drawn; every octet is handed out once.
-struct Buffered {
-    octets: [u8; BUFFER_OCTETS],
-    /// Where the next draw starts; `BUFFER_OCTETS` when all are spent.
+/// The generator's output drawn a block at a time, 32 bits per draw: one
+/// system call per 64 draws. Every octet is handed out once.
+pub struct RandomBlock {
+    octets: [u8; BLOCK_OCTETS],
+    /// Where the next draw starts; `BLOCK_OCTETS` when all are spent.
     next: usize,
 }
 
-impl Buffered {
-    const EMPTY: Self = Self {
-        octets: [0; BUFFER_OCTETS],
-        next: BUFFER_OCTETS,
+/// The octets are secret: only how many are left is shown.
+impl std::fmt::Debug for RandomBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RandomBlock")
+            .field("left", &BLOCK_OCTETS.saturating_sub(self.next))
+            .finish()
+    }
+}
+
+impl RandomBlock {
+    /// A block with nothing left: the first draw fills it.
+    pub const EMPTY: Self = Self {
+        octets: [0; BLOCK_OCTETS],
+        next: BLOCK_OCTETS,
     };
 
-    fn next_u32(&mut self) -> Result<u32, ClientError> {
-        if self.next.saturating_add(4) > BUFFER_OCTETS {
-            getrandom::fill(&mut self.octets).map_err(ClientError::Random)?;
+    /// The next 32 bits, refilling the block when it is spent. On an error
+    /// the block is left spent.
+    pub fn next_u32(&mut self) -> Result<u32, ClientError> {
+        if self.next.saturating_add(4) > BLOCK_OCTETS {
+            fill_random(&mut self.octets)?;
             self.next = 0;
         }
         let end = self.next.saturating_add(4);
@@ -69,7 +82,13 @@ impl Buffered {
             word.copy_from_slice(four);
         }
         self.next = end;
-        Ok(u32::from_ne_bytes(word))
+        Ok(u32::from_be_bytes(word))
+    }
+
+    /// Hands the block's octets out again: for a caller that would rather
+    /// go on with old output than stop when the generator fails.
+    pub fn rewind(&mut self) {
+        self.next = 0;
     }
 }
 
@@ -98,7 +117,7 @@ mod tests {
     fn buffered_draws_are_not_repeated_across_a_refill() {
         // 1,000 draws span several refills; 32-bit words from a CSPRNG
         // collide among 1,000 with probability about 1 in 8.6 million.
-        let mut b = Buffered::EMPTY;
+        let mut b = RandomBlock::EMPTY;
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
             assert!(seen.insert(b.next_u32().unwrap()));
@@ -108,13 +127,13 @@ mod tests {
 
     #[test]
     fn a_spent_buffer_is_refilled_not_reread() {
-        let mut b = Buffered::EMPTY;
+        let mut b = RandomBlock::EMPTY;
         b.next_u32().unwrap();
         let first = b.octets;
-        for _ in 1..BUFFER_OCTETS / 4 {
+        for _ in 1..BLOCK_OCTETS / 4 {
             b.next_u32().unwrap();
         }
-        assert_eq!(b.next, BUFFER_OCTETS);
+        assert_eq!(b.next, BLOCK_OCTETS);
         b.next_u32().unwrap();
         assert_eq!(b.next, 4);
         assert_ne!(b.octets, first);

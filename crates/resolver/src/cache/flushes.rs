@@ -50,22 +50,20 @@ pub(super) struct Flushes {
 
 impl Flushes {
     pub(super) fn note(&self, what: Flushed) {
-        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
-        if what == Flushed::All || notes.len() >= MAX_NOTES {
-            notes.clear();
-            notes.push(Flushed::All);
-        } else if notes.first() != Some(&Flushed::All) {
-            notes.push(what);
-        }
-        self.pending.store(true, Ordering::Release);
+        self.push(&self.notes, what, Flushed::All);
     }
 
     pub(super) fn note_servers(&self, what: ServersFlushed) {
-        let mut notes = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
-        if what == ServersFlushed::All || notes.len() >= MAX_NOTES {
+        self.push(&self.servers, what, ServersFlushed::All);
+    }
+
+    /// Adds `what` to `notes`, where `all` stands for every note of the kind.
+    fn push<T: PartialEq>(&self, notes: &Mutex<Vec<T>>, what: T, all: T) {
+        let mut notes = notes.lock().unwrap_or_else(PoisonError::into_inner);
+        if what == all || notes.len() >= MAX_NOTES {
             notes.clear();
-            notes.push(ServersFlushed::All);
-        } else if notes.first() != Some(&ServersFlushed::All) {
+            notes.push(all);
+        } else if notes.first() != Some(&all) {
             notes.push(what);
         }
         self.pending.store(true, Ordering::Release);
