@@ -42,7 +42,8 @@
 #                         UDP queries or ~14,000 connections a second from
 #                         every server alike. Empty: none.
 #   CFS_QUOTA=25000 CFS_PERIOD=100000
-#   BULWARK_BIN=target/release/bulwark (built unless NO_BUILD=1)
+#   BULWARK_BIN=target/release/bulwark (built unless NO_BUILD=1; connperf
+#                         is built whenever it is missing)
 #   OUT=bench/results/transports-YYYYMMDD   raw outputs and summary.tsv
 set -euo pipefail
 
@@ -75,6 +76,11 @@ done
 CONNPERF=$CARGO_TARGET_DIR/connperf/release/connperf
 if [ "${NO_BUILD:-0}" != 1 ]; then
     (cd "$ROOT" && cargo build --release -p bulwark >/dev/null)
+fi
+# connperf is this benchmark's own load generator, not the binary under
+# test: NO_BUILD=1 (which keeps a given BULWARK_BIN) still builds it when
+# it is missing, or its rows would silently come out empty.
+if [ "${NO_BUILD:-0}" != 1 ] || [ ! -x "$CONNPERF" ]; then
     (cd "$BENCH/connperf" && CARGO_TARGET_DIR=$CARGO_TARGET_DIR/connperf cargo build --release >/dev/null)
 fi
 
