@@ -519,8 +519,8 @@ fn status_lines(s: &Status, zones: &Zones) -> Vec<String> {
     }
     if let Some(u) = &s.udp {
         lines.push(format!(
-            "udp received {} responded {} dropped {} send_errors {}",
-            u.received, u.responded, u.dropped, u.send_errors
+            "udp received {} responded {} dropped {} truncated {} send_errors {}",
+            u.received, u.responded, u.dropped, u.truncated, u.send_errors
         ));
     }
     for (info, x) in &s.xdp {

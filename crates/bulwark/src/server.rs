@@ -13,8 +13,8 @@ use arc_swap::ArcSwap;
 use bulwark_auth::{AnswerConfig, CookiePolicy};
 use bulwark_guard::{Rrl, RrlConfig};
 use bulwark_net::{
-    bind_tcp, bind_udp, serve_tcp, BoundTcp, NetError, Shutdown, TcpConfig, TcpStats, UdpConfig,
-    UdpListeners, UdpWorkers,
+    bind_tcp, bind_udp, serve_tcp, BoundTcp, Fragmentation, NetError, Shutdown, TcpConfig,
+    TcpStats, UdpConfig, UdpListeners, UdpWorkers,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -581,6 +581,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         bind_all(&settings.listen, settings.threads)?
     };
+    let fragmentation = Fragmentation::for_max_payload(settings.max_udp_payload);
+    if fragmentation != Fragmentation::Never {
+        udp.set_fragmentation(fragmentation)?;
+    }
     let encrypted = if demo_mode && !settings.listen_given {
         crate::encrypted::TlsListeners::bind_demo()?
     } else {

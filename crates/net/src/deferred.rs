@@ -11,6 +11,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use bulwark_proto::message::truncate_to_question;
 use socket2::Socket;
 use tokio::sync::mpsc;
 
@@ -100,7 +101,7 @@ impl Responder {
                 peer,
                 control,
                 counters,
-            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
+            } => send_datagram(socket, *peer, control.as_ref(), counters, msg),
             Kind::Tcp(tx) => tx.blocking_send(msg).map_err(|_| ResponderClosed),
             Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
@@ -116,7 +117,7 @@ impl Responder {
                 peer,
                 control,
                 counters,
-            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
+            } => send_datagram(socket, *peer, control.as_ref(), counters, msg),
             Kind::Tcp(tx) => tx.try_send(msg).map_err(|_| ResponderClosed),
             Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
@@ -130,7 +131,7 @@ impl Responder {
                 peer,
                 control,
                 counters,
-            } => send_datagram(socket, *peer, control.as_ref(), counters, &msg),
+            } => send_datagram(socket, *peer, control.as_ref(), counters, msg),
             Kind::Tcp(tx) => tx.send(msg).await.map_err(|_| ResponderClosed),
             Kind::Xdp { replier, flow } => send_xdp(replier, flow, msg),
         }
@@ -151,15 +152,23 @@ fn send_xdp(
 }
 
 /// A UDP reply cannot be queued for later: one attempt, as for any reply. A
-/// lost reply is the client's to retry, like any lost datagram.
+/// lost reply is the client's to retry, like any lost datagram. One too big
+/// to leave unfragmented goes again truncated, as a batch's would.
 fn send_datagram(
     socket: &Socket,
     peer: SocketAddr,
     control: Option<&ReplyControl>,
     counters: &Counters,
-    msg: &[u8],
+    mut msg: Vec<u8>,
 ) -> Result<(), ResponderClosed> {
-    let sent = sys::send_one(socket.as_raw_fd(), peer, control, msg);
+    let fd = socket.as_raw_fd();
+    let mut sent = sys::send_one(fd, peer, control, &msg);
+    if matches!(&sent, Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE))
+        && truncate_to_question(&mut msg)
+    {
+        counters.truncated.fetch_add(1, Ordering::Relaxed);
+        sent = sys::send_one(fd, peer, control, &msg);
+    }
     let counter = if sent.is_ok() {
         &counters.responded
     } else {

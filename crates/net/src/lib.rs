@@ -57,7 +57,7 @@ pub use stream::{AsyncStreamListener, Stream, StreamAddr, StreamListener};
 pub use systemd::sd_notify;
 pub use tcp::{bind_tcp, serve_https, serve_tcp, serve_tls, BoundTcp, TcpConfig, TcpStats};
 pub use tls::{ServerCertificate, TlsError, TlsServer};
-pub use udp::{bind_udp, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
+pub use udp::{bind_udp, Fragmentation, UdpConfig, UdpListeners, UdpStats, UdpWorkers};
 pub use xdp::{bind_xdp, BoundXdp, XdpConfig, XdpInfo, XdpStats, XdpWorkers};
 
 /// The queries of one received batch, by index, for

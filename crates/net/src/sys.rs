@@ -302,6 +302,67 @@ pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
     set_int_option(fd, level, name, 1)
 }
 
+/// Sets how a responder's UDP socket may fragment (`udp::Fragmentation`).
+/// Either way the path MTU the kernel learnt from ICMP is ignored for
+/// sending, so a forged "fragmentation needed" or "packet too big" cannot
+/// make the server split its answers, the opening of the fragment-injection
+/// attacks on the DNS.
+/// - `Never` (`PMTUDISC_PROBE`, and `IPV6_DONTFRAG`): DF set on IPv4, no
+///   fragmenting at the source on IPv6 (RFC 9715 §3.1). A reply larger than
+///   the interface's MTU fails with EMSGSIZE and goes again truncated. With
+///   DF set the kernel also skips choosing an IP ID for every datagram.
+/// - `AtInterfaceMtu` (`PMTUDISC_OMIT`): no DF; only a reply larger than the
+///   interface's MTU is fragmented, for servers configured to send them.
+pub(crate) fn set_fragmentation(fd: RawFd, ipv6: bool, never: bool) -> io::Result<()> {
+    if ipv6 {
+        let mode = if never {
+            libc::IPV6_PMTUDISC_PROBE
+        } else {
+            libc::IPV6_PMTUDISC_OMIT
+        };
+        set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, mode)?;
+        set_int_option(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_DONTFRAG,
+            i32::from(never),
+        )
+    } else {
+        let mode = if never {
+            libc::IP_PMTUDISC_PROBE
+        } else {
+            libc::IP_PMTUDISC_OMIT
+        };
+        set_int_option(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, mode)
+    }
+}
+
+/// The socket's IP_MTU_DISCOVER (IPv4) or IPV6_MTU_DISCOVER (IPv6) mode.
+#[cfg(test)]
+pub(crate) fn mtu_discover_mode(fd: RawFd, ipv6: bool) -> io::Result<libc::c_int> {
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER)
+    };
+    let mut value: libc::c_int = -1;
+    let mut len = libc::socklen_t::try_from(mem::size_of::<libc::c_int>()).unwrap_or(4);
+    // SAFETY: passes a pointer to a live c_int and its size, as getsockopt expects.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
 /// TCP Fast Open (RFC 7413) on a listening socket: up to `queue`
 /// connections whose SYN carried data (and a valid TFO cookie) may wait
 /// for accept, their query read before the handshake ends. The kernel
@@ -456,6 +517,10 @@ pub(crate) struct SendBatch {
     iovs: Vec<libc::iovec>,
     /// Outgoing ancillary data per reply (source address), when pktinfo is on.
     ctrl: Vec<u64>,
+    /// For each header of the last send, the index of its response.
+    slots: Vec<usize>,
+    /// The responses of the last send the kernel refused as too big.
+    too_big: Vec<usize>,
 }
 
 // SAFETY: the raw pointers in a batch's headers point only into heap
@@ -485,6 +550,9 @@ pub(crate) fn register_readable(
 pub(crate) struct Sent {
     pub(crate) sent: usize,
     pub(crate) failed: usize,
+    /// Refused with EMSGSIZE, larger than the link allows unfragmented:
+    /// their indices are in `SendBatch::too_big`, to go again truncated.
+    pub(crate) too_big: usize,
 }
 
 impl SendBatch {
@@ -499,7 +567,14 @@ impl SendBatch {
                     iov_len: 0,
                 })
                 .collect(),
+            slots: Vec::with_capacity(batch),
+            too_big: Vec::with_capacity(batch),
         }
+    }
+
+    /// The indices of the responses the last send refused with EMSGSIZE.
+    pub(crate) fn too_big(&self) -> &[usize] {
+        &self.too_big
     }
 
     /// Sends `outs[i]` to the sender of message `i` of `recv`, for each `i` in `which`.
@@ -511,6 +586,8 @@ impl SendBatch {
         which: &[usize],
     ) -> Sent {
         let mut count = 0usize;
+        self.slots.clear();
+        self.too_big.clear();
         for (((hdr, iov), ctrl), &i) in self
             .hdrs
             .iter_mut()
@@ -549,6 +626,7 @@ impl SendBatch {
             }
             hdr.msg_hdr.msg_flags = 0;
             hdr.msg_len = 0;
+            self.slots.push(i);
             count = count.saturating_add(1);
         }
         let mut result = Sent::default();
@@ -573,7 +651,14 @@ impl SendBatch {
             }
             // The first message of the rest failed (unreachable peer, full
             // buffer...): skip it so one bad peer cannot stall the batch.
-            result.failed = result.failed.saturating_add(1);
+            if e.raw_os_error() == Some(libc::EMSGSIZE) {
+                if let Some(&i) = self.slots.get(start) {
+                    self.too_big.push(i);
+                }
+                result.too_big = result.too_big.saturating_add(1);
+            } else {
+                result.failed = result.failed.saturating_add(1);
+            }
             start = start.saturating_add(1);
         }
         result

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::thread::JoinHandle;
 
+use bulwark_proto::message::truncate_to_question;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::unix::AsyncFd;
 
@@ -59,6 +60,44 @@ impl Default for UdpConfig {
         }
     }
 }
+
+/// Whether UDP answers may leave in fragments. Neither honours the path MTU
+/// that ICMP reports, which an attacker can forge to have answers split and
+/// a forged later fragment spliced in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fragmentation {
+    /// Never (the default, RFC 9715 §3.1): DF on IPv4, none at the source
+    /// on IPv6. An answer too big for the interface goes again cut to the
+    /// question with TC, and the client asks over TCP.
+    Never,
+    /// Only answers larger than the outgoing interface's MTU, for a server
+    /// configured to send more than a link carries whole.
+    AtInterfaceMtu,
+}
+
+impl Fragmentation {
+    /// For a server whose UDP answers may be up to `max_payload` octets: up
+    /// to RFC 9715's largest recommended payload (1,400, which fits the
+    /// common 1,500-octet links whole), answers never fragment.
+    pub fn for_max_payload(max_payload: u16) -> Fragmentation {
+        if max_payload > RFC9715_MAX_PAYLOAD {
+            Fragmentation::AtInterfaceMtu
+        } else {
+            Fragmentation::Never
+        }
+    }
+
+    fn apply(self, socket: &Socket, addr: SocketAddr) -> std::io::Result<()> {
+        sys::set_fragmentation(
+            socket.as_raw_fd(),
+            addr.is_ipv6(),
+            self == Fragmentation::Never,
+        )
+    }
+}
+
+/// The largest UDP payload RFC 9715 §3.1 (R3) recommends a responder sends.
+const RFC9715_MAX_PAYLOAD: u16 = 1400;
 
 /// Bound sockets, not yet served: `sockets[w]` are worker `w`'s, one per address.
 #[derive(Debug)]
@@ -153,6 +192,9 @@ fn bind_one(addr: SocketAddr) -> Result<Socket, NetError> {
     if addr.ip().is_unspecified() {
         sys::enable_pktinfo(socket.as_raw_fd(), addr.is_ipv6()).map_err(opt("IP_PKTINFO"))?;
     }
+    Fragmentation::Never
+        .apply(&socket, addr)
+        .map_err(opt("IP_MTU_DISCOVER"))?;
     socket.bind(&addr.into()).map_err(|cause| NetError::Bind {
         proto: "udp",
         addr,
@@ -162,6 +204,24 @@ fn bind_one(addr: SocketAddr) -> Result<Socket, NetError> {
 }
 
 impl UdpListeners {
+    /// Sets every socket's fragmentation (bound with `Fragmentation::Never`).
+    pub fn set_fragmentation(&self, policy: Fragmentation) -> Result<(), NetError> {
+        for (socket, &addr) in self
+            .sockets
+            .iter()
+            .flat_map(|worker| worker.iter().zip(&self.local_addrs))
+        {
+            policy
+                .apply(socket, addr)
+                .map_err(|cause| NetError::SocketOption {
+                    option: "IP_MTU_DISCOVER",
+                    addr,
+                    cause,
+                })?;
+        }
+        Ok(())
+    }
+
     /// The bound addresses, with any port 0 resolved.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
@@ -268,6 +328,8 @@ pub(crate) struct Counters {
     pub(crate) responded: AtomicU64,
     dropped: AtomicU64,
     pub(crate) send_errors: AtomicU64,
+    /// Replies too big for the link unfragmented, sent again truncated.
+    pub(crate) truncated: AtomicU64,
 }
 
 /// Totals over all workers.
@@ -277,6 +339,9 @@ pub struct UdpStats {
     pub responded: u64,
     pub dropped: u64,
     pub send_errors: u64,
+    /// Responses larger than the link's MTU allows unfragmented, sent again
+    /// cut to the question with TC.
+    pub truncated: u64,
 }
 
 /// The running workers.
@@ -326,6 +391,9 @@ impl UdpWorkers {
             s.send_errors = s
                 .send_errors
                 .wrapping_add(c.send_errors.load(Ordering::Relaxed));
+            s.truncated = s
+                .truncated
+                .wrapping_add(c.truncated.load(Ordering::Relaxed));
         }
         s
     }
@@ -637,13 +705,30 @@ impl<H: QueryHandler> Worker<H> {
         // entries, rate-limiting counts) is handed on by the time a client
         // holds its answer.
         self.handler.end_of_batch();
-        let sent = if which.is_empty() {
+        let answered = u64::try_from(which.len()).unwrap_or(0);
+        let mut sent = if which.is_empty() {
             sys::Sent::default()
         } else {
             send.send(fd, recv, outs, which)
         };
+        if sent.too_big > 0 {
+            // Cut to the question with TC (RFC 9715 §3.1, R4): the client asks
+            // again over TCP rather than waiting for an answer that never comes.
+            which.clear();
+            which.extend_from_slice(send.too_big());
+            which.retain(|&i| outs.get_mut(i).is_some_and(truncate_to_question));
+            let again = send.send(fd, recv, outs, which);
+            self.counters
+                .truncated
+                .fetch_add(u64::try_from(which.len()).unwrap_or(0), Ordering::Relaxed);
+            sent.sent = sent.sent.saturating_add(again.sent);
+            sent.failed = sent
+                .failed
+                .saturating_add(again.failed)
+                .saturating_add(again.too_big)
+                .saturating_add(sent.too_big.saturating_sub(which.len()));
+        }
         let n64 = u64::try_from(n).unwrap_or(0);
-        let answered = u64::try_from(which.len()).unwrap_or(0);
         let c = &self.counters;
         c.received.fetch_add(n64, Ordering::Relaxed);
         c.responded
@@ -670,5 +755,43 @@ impl crate::Batch for Received<'_> {
 
     fn query(&self, i: usize) -> Option<&[u8]> {
         (i < self.n).then(|| self.recv.payload(i)).flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn modes(listeners: &UdpListeners) -> Vec<libc::c_int> {
+        listeners
+            .sockets
+            .iter()
+            .flat_map(|worker| worker.iter().zip(&listeners.local_addrs))
+            .map(|(s, a)| sys::mtu_discover_mode(s.as_raw_fd(), a.is_ipv6()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn listeners_never_fragment_unless_set_to_at_the_interface() {
+        let addrs: Vec<SocketAddr> =
+            vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()];
+        let listeners = bind_udp(&addrs, 2).unwrap();
+        assert_eq!(modes(&listeners), vec![libc::IP_PMTUDISC_PROBE; 4]);
+        listeners
+            .set_fragmentation(Fragmentation::AtInterfaceMtu)
+            .unwrap();
+        assert_eq!(modes(&listeners), vec![libc::IP_PMTUDISC_OMIT; 4]);
+    }
+
+    #[test]
+    fn only_answers_above_the_rfc_9715_size_may_fragment() {
+        assert_eq!(Fragmentation::for_max_payload(512), Fragmentation::Never);
+        assert_eq!(Fragmentation::for_max_payload(1232), Fragmentation::Never);
+        assert_eq!(Fragmentation::for_max_payload(1400), Fragmentation::Never);
+        assert_eq!(
+            Fragmentation::for_max_payload(1401),
+            Fragmentation::AtInterfaceMtu
+        );
     }
 }

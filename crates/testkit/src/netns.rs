@@ -126,6 +126,18 @@ pub fn add_address(address: IpAddr) -> Result<(), NetnsError> {
     }
 }
 
+/// Sets the namespace's `lo` MTU, so a test can make a datagram too big for
+/// its link. Only on the thread [`isolated`] runs, as [`add_address`].
+pub fn set_loopback_mtu(mtu: u32) -> Result<(), NetnsError> {
+    if !is_isolated() {
+        return Err(NetnsError::Ip(format!(
+            "refusing to set lo's MTU to {mtu} outside a private network namespace"
+        )));
+    }
+    let mtu = mtu.to_string();
+    ip(&["link", "set", "lo", "mtu", mtu.as_str()]).map_err(NetnsError::Ip)
+}
+
 /// A second network namespace, a host of its own at the far end of a
 /// [`veth`] link, held open by a file for as long as this lives. A thread
 /// joins it with [`Namespace::enter`]; programs it then starts run there.

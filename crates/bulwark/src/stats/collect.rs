@@ -480,6 +480,11 @@ fn server_families(sources: &Sources<'_>) -> Vec<Family> {
         one(udp.responded),
     ));
     out.push(counter(
+        "bulwark_udp_truncated_total",
+        "UDP responses too big for the link unfragmented, sent again cut to the question with TC.",
+        one(udp.truncated),
+    ));
+    out.push(counter(
         "bulwark_udp_send_errors_total",
         "UDP responses the kernel refused to send.",
         one(udp.send_errors),

@@ -267,3 +267,71 @@ fn kdig_retries_a_badcookie_with_the_server_cookie_and_gets_the_large_answer() {
     assert!(first < then, "{out}");
     assert!(out.contains("ANSWER: 1"), "{out}");
 }
+
+/// A TXT answer of about 1,310 octets: within `max_udp_payload = 1400`,
+/// larger than a 1,280-octet link carries in one datagram.
+fn huge_txt() -> String {
+    let chunk = "z".repeat(250);
+    format!("huge IN TXT \"{chunk}\" \"{chunk}\" \"{chunk}\" \"{chunk}\" \"{chunk}\"\n")
+}
+
+/// UDP answers leave whole (RFC 9715 §3.1): in a private network namespace
+/// whose `lo` carries 1,280 octets, an answer the size limit allows but the
+/// link does not comes truncated, and dig asks again over TCP; the kernel,
+/// left to its default, would have fragmented it. A server configured for
+/// answers above RFC 9715's 1,400 has them fragmented at the interface.
+#[test]
+fn answers_too_big_for_the_link_come_truncated_unless_large_ones_are_configured() {
+    let Some(dig_bin) = support::require_tool("dig") else {
+        return;
+    };
+    let outcome = bulwark_testkit::netns::isolated(|| {
+        bulwark_testkit::netns::set_loopback_mtu(1280).unwrap();
+        let serve = |payload: u16| {
+            let dir = support::temp_dir("bulwark-unfragmented-");
+            let zone = dir.path().join("example.test.zone");
+            std::fs::write(&zone, format!("{ZONE}{}", huge_txt())).unwrap();
+            let conf = dir.path().join("bulwark.toml");
+            std::fs::write(&conf, format!("[server]\nmax_udp_payload = {payload}\n")).unwrap();
+            let server = support::spawn_bulwark(
+                &[("example.test.", &zone)],
+                &["--config", conf.to_str().unwrap()],
+            );
+            (dir, server)
+        };
+        let udp_only = [
+            "+nocookie",
+            "+ignore",
+            "+bufsize=4096",
+            "huge.example.test",
+            "TXT",
+        ];
+
+        let (_dir, server) = serve(1400);
+        let cut = dig(&dig_bin, &server, &udp_only);
+        assert!(flags_of(&cut).contains(&"tc"), "{cut}");
+        assert!(cut.contains("ANSWER: 0"), "{cut}");
+        let retried = dig(
+            &dig_bin,
+            &server,
+            &["+nocookie", "+bufsize=4096", "huge.example.test", "TXT"],
+        );
+        assert!(retried.contains("retrying in TCP mode"), "{retried}");
+        assert!(retried.contains("ANSWER: 1"), "{retried}");
+        // Answers that fit the link are untouched.
+        let small = dig(&dig_bin, &server, &["+nocookie", "www.example.test", "A"]);
+        assert!(small.contains("ANSWER: 1"), "{small}");
+        assert!(!flags_of(&small).contains(&"tc"), "{small}");
+        drop(server);
+
+        let (_dir, server) = serve(4096);
+        let whole = dig(&dig_bin, &server, &udp_only);
+        assert!(!flags_of(&whole).contains(&"tc"), "{whole}");
+        assert!(whole.contains("ANSWER: 1"), "{whole}");
+    });
+    match outcome {
+        Ok(()) => {}
+        Err(e) if !support::in_ci() => eprintln!("SKIPPED: {e}"),
+        Err(e) => panic!("{e}"),
+    }
+}
