@@ -14,8 +14,10 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use bulwark_net::{bind_udp, Deferred, Fragmentation, QueryHandler, Shutdown, UdpConfig};
+use bulwark_net::{bind_udp, Fragmentation, Shutdown, UdpConfig};
 use bulwark_testkit::{netns, wire};
+
+mod common;
 
 const TXT: u16 = 16;
 const A: u16 = 1;
@@ -162,36 +164,10 @@ fn a_server_configured_for_large_answers_has_them_fragmented_at_the_interface() 
     });
 }
 
-/// Answers every query later, from a task on the runtime: a resolver's way.
-struct Later {
-    runtime: tokio::runtime::Handle,
-    pending: Option<Deferred>,
-}
-
-impl QueryHandler for Later {
-    fn handle(
-        &mut self,
-        query: &[u8],
-        _peer: SocketAddr,
-        _local: SocketAddr,
-        _out: &mut Vec<u8>,
-    ) -> bool {
-        let mut reply = Vec::new();
-        if !answer(query, &mut reply) {
-            return false;
-        }
-        let runtime = self.runtime.clone();
-        self.pending = Some(Box::new(move |responder| {
-            runtime.spawn(async move {
-                let _ = responder.send(reply).await;
-            });
-        }));
-        false
-    }
-
-    fn take_deferred(&mut self) -> Option<Deferred> {
-        self.pending.take()
-    }
+/// The answer a deferred job sends.
+fn answered(query: &[u8]) -> Option<Vec<u8>> {
+    let mut reply = Vec::new();
+    answer(query, &mut reply).then_some(reply)
 }
 
 #[test]
@@ -205,18 +181,7 @@ fn a_deferred_answer_too_big_for_the_link_goes_again_truncated() {
         let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 1).unwrap();
         let server = listeners.local_addrs()[0];
         let shutdown = Shutdown::new().unwrap();
-        let handle = rt.handle().clone();
-        let workers = listeners
-            .spawn_tasks(
-                rt.handle(),
-                &UdpConfig::default(),
-                move |_| Later {
-                    runtime: handle.clone(),
-                    pending: None,
-                },
-                &shutdown,
-            )
-            .unwrap();
+        let workers = common::spawn_later(&rt, listeners, answered, &shutdown);
         let query = wire::query(9, wire::RD, "big.example.", TXT);
         let got = replies(&client(), server, std::slice::from_ref(&query));
         assert_truncated(&got[0].1, &query);

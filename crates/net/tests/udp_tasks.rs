@@ -7,8 +7,10 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use bulwark_net::{bind_udp, Deferred, QueryHandler, Shutdown, UdpConfig};
+use bulwark_net::{bind_udp, Shutdown, UdpConfig};
 use bulwark_testkit::wire;
+
+mod common;
 
 fn runtime() -> tokio::runtime::Runtime {
     // One thread, as a resolver on one core has: the workers, the deferred
@@ -103,39 +105,14 @@ fn task_workers_answer_bursts_on_every_address_and_stop_on_shutdown() {
     assert!(c.recv_from(&mut buf).is_err(), "no answer after shutdown");
 }
 
-/// Defers every query to a task on the runtime, which replies with the
-/// query's ID and QR set: a resolver's answers come so.
-struct Later {
-    runtime: tokio::runtime::Handle,
-    pending: Option<Deferred>,
-}
-
-impl QueryHandler for Later {
-    fn handle(
-        &mut self,
-        query: &[u8],
-        _peer: SocketAddr,
-        _local: SocketAddr,
-        _out: &mut Vec<u8>,
-    ) -> bool {
-        let mut reply = query.to_vec();
-        if reply.len() < 12 {
-            return false;
-        }
-        reply[2] |= 0x80;
-        let runtime = self.runtime.clone();
-        self.pending = Some(Box::new(move |responder| {
-            runtime.spawn(async move {
-                tokio::task::yield_now().await;
-                let _ = responder.send(reply).await;
-            });
-        }));
-        false
+/// The query with QR set, as the reply a deferred job sends.
+fn echoed(query: &[u8]) -> Option<Vec<u8>> {
+    let mut reply = query.to_vec();
+    if reply.len() < 12 {
+        return None;
     }
-
-    fn take_deferred(&mut self) -> Option<Deferred> {
-        self.pending.take()
-    }
+    reply[2] |= 0x80;
+    Some(reply)
 }
 
 #[test]
@@ -144,18 +121,7 @@ fn task_workers_reply_later_from_jobs_on_their_own_runtime() {
     let listeners = bind_udp(&["127.0.0.1:0".parse().unwrap()], 1).unwrap();
     let server = listeners.local_addrs()[0];
     let shutdown = Shutdown::new().unwrap();
-    let handle = rt.handle().clone();
-    let workers = listeners
-        .spawn_tasks(
-            rt.handle(),
-            &UdpConfig::default(),
-            move |_| Later {
-                runtime: handle.clone(),
-                pending: None,
-            },
-            &shutdown,
-        )
-        .unwrap();
+    let workers = common::spawn_later(&rt, listeners, echoed, &shutdown);
     let c = client(server);
     for id in 0..100u16 {
         c.send_to(&query(id), server).unwrap();
