@@ -22,16 +22,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn echo(query: &[u8], _peer: SocketAddr, _local: SocketAddr, out: &mut Vec<u8>) -> bool {
-    out.clear();
-    if query.len() < 12 {
-        return false;
-    }
-    out.extend_from_slice(query);
-    out[2] |= 0x80;
-    true
-}
-
 fn query(id: u16) -> Vec<u8> {
     wire::query(id, wire::RD, "www.example.", 1)
 }
@@ -70,7 +60,12 @@ fn task_workers_answer_bursts_on_every_address_and_stop_on_shutdown() {
     let bound = listeners.local_addrs().to_vec();
     let shutdown = Shutdown::new().unwrap();
     let workers = listeners
-        .spawn_tasks(rt.handle(), &UdpConfig::default(), |_| echo, &shutdown)
+        .spawn_tasks(
+            rt.handle(),
+            &UdpConfig::default(),
+            |_| common::echo,
+            &shutdown,
+        )
         .unwrap();
     for server in &bound {
         let c = client(*server);
@@ -149,7 +144,7 @@ fn a_task_worker_survives_a_handler_panic() {
         if q[0] == 0xde {
             panic!("bug in answering");
         }
-        echo(q, p, l, out)
+        common::echo(q, p, l, out)
     };
     let workers = listeners
         .spawn_tasks(rt.handle(), &UdpConfig::default(), |_| panicky, &shutdown)
