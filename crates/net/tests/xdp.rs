@@ -33,7 +33,7 @@ where
     H: QueryHandler + Send + 'static,
     F: FnOnce(&Namespace, &XdpWorkers) + Send,
 {
-    let outcome = netns::isolated(|| -> Result<(), String> {
+    netns::isolated_or_skip(|| -> Result<(), String> {
         let far = Namespace::new().map_err(|e| e.to_string())?;
         netns::veth(
             LinkEnd {
@@ -61,12 +61,6 @@ where
         workers.join();
         Ok(())
     });
-    let result = outcome.unwrap_or_else(|e| Err(e.to_string()));
-    match result {
-        Ok(()) => {}
-        Err(e) if !bulwark_testkit::in_ci() => eprintln!("SKIPPED: {e}"),
-        Err(e) => panic!("{e}"),
-    }
 }
 
 /// Runs `f` on a thread in `ns`.

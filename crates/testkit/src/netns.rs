@@ -19,7 +19,7 @@
 //! Creating a network namespace needs `CAP_SYS_ADMIN` (root; the tests run as
 //! root here and in CI). Without it [`isolated`] returns an error and the
 //! caller decides, by the peer rule ([`crate::in_ci`]), whether that fails or
-//! skips the test.
+//! skips the test; [`isolated_or_skip`] is that decision made once.
 //!
 //! `unshare` comes from `nix`, whose wrapper is safe: this module needs no
 //! `unsafe`.
@@ -88,6 +88,45 @@ where
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
+}
+
+/// What a closure given to [`isolated_or_skip`] returns: nothing, or whether
+/// the setup it does inside the namespace (an MTU, a link, a BPF program)
+/// worked.
+pub trait Setup {
+    /// Why the setup failed, if it did.
+    fn failure(self) -> Option<String>;
+}
+
+impl Setup for () {
+    fn failure(self) -> Option<String> {
+        None
+    }
+}
+
+impl<E: fmt::Display> Setup for Result<(), E> {
+    fn failure(self) -> Option<String> {
+        self.err().map(|e| e.to_string())
+    }
+}
+
+/// Runs a test in a private namespace, as [`isolated`] does. When the
+/// namespace cannot be made, or the closure reports that its own setup in
+/// it failed, the peer rule decides ([`crate::in_ci`]): outside CI the test
+/// is skipped, saying why on stderr; under `CI=true` it fails.
+pub fn isolated_or_skip<S, F>(f: F)
+where
+    F: FnOnce() -> S + Send,
+    S: Setup + Send,
+{
+    let failure = match isolated(f) {
+        Ok(setup) => setup.failure(),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = failure {
+        assert!(!crate::in_ci(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
 }
 
 /// Whether the calling thread is the one [`isolated`] moved into a private
@@ -274,7 +313,7 @@ mod tests {
     #[test]
     fn an_address_added_inside_is_bindable_there_and_unowned_ones_time_out() {
         let addr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 53));
-        let result = isolated(|| {
+        isolated_or_skip(|| {
             add_address(addr).unwrap();
             add_address(addr).unwrap(); // twice is fine
             let server = UdpSocket::bind((addr, 5353)).unwrap();
@@ -288,14 +327,22 @@ mod tests {
                 .set_read_timeout(Some(Duration::from_millis(200)))
                 .unwrap();
             client.send_to(b"lost", ("198.51.100.1", 53)).unwrap();
-            client.recv_from(&mut buf).is_err()
+            assert!(client.recv_from(&mut buf).is_err(), "an answer from nobody");
         });
-        match result {
-            Ok(timed_out) => assert!(timed_out),
-            Err(e) if !crate::in_ci() => eprintln!("SKIPPED: {e}"),
-            Err(e) => panic!("{e}"),
-        }
         // The test's own thread never left the real namespace.
         assert!(!is_isolated());
+    }
+
+    #[test]
+    fn a_setup_that_fails_in_the_namespace_skips_outside_ci_and_fails_in_it() {
+        let outcome = std::panic::catch_unwind(|| {
+            isolated_or_skip(|| Err::<(), _>("the link would not come up"));
+        });
+        assert_eq!(outcome.is_err(), crate::in_ci());
+        let worked = std::panic::catch_unwind(|| isolated_or_skip(|| Ok::<(), String>(())));
+        assert!(
+            worked.is_ok(),
+            "a setup that works is neither a skip nor a failure"
+        );
     }
 }

@@ -96,11 +96,7 @@ fn delegation(delegations: &[(&str, &str, Ipv4Addr)]) -> Vec<Rr> {
 /// Runs `test` in a private network namespace; without the privilege for
 /// one, the test is skipped outside CI and fails in it.
 fn in_namespace(test: impl FnOnce() + Send) {
-    match bulwark_testkit::netns::isolated(test) {
-        Ok(()) => {}
-        Err(e) if !support::in_ci() => eprintln!("SKIPPED: {e}"),
-        Err(e) => panic!("{e}"),
-    }
+    bulwark_testkit::netns::isolated_or_skip(test);
 }
 
 /// bulwark resolving from [`ROOT`] for anyone, on [`BULWARK`], answering.
