@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bulwark_testkit::netns::isolated_or_skip;
 use hickory_proto::rr::RecordType;
 
 use crate::support::{self, Answer, ChildGuard, EdnsSpec, QuerySpec, Transport};
@@ -92,12 +93,6 @@ fn delegation(delegations: &[(&str, &str, Ipv4Addr)]) -> Vec<Rr> {
 // ---------------------------------------------------------------------------
 // bulwark and its clients
 // ---------------------------------------------------------------------------
-
-/// Runs `test` in a private network namespace; without the privilege for
-/// one, the test is skipped outside CI and fails in it.
-fn in_namespace(test: impl FnOnce() + Send) {
-    bulwark_testkit::netns::isolated_or_skip(test);
-}
 
 /// bulwark resolving from [`ROOT`] for anyone, on [`BULWARK`], answering.
 fn start_bulwark(dir: &Path) -> (ChildGuard, SocketAddr) {
@@ -279,7 +274,7 @@ fn forgeries(kind: Forgery, q: &Query, forged: &Reply) -> Vec<Vec<u8>> {
 /// let it through.
 #[test]
 fn forged_responses_with_wrong_id_port_or_question_are_dropped() {
-    in_namespace(|| {
+    isolated_or_skip(|| {
         let dir = support::temp_dir("poison-forged-");
         let example_ip = Ipv4Addr::new(192, 0, 2, 2);
         let _root = FakeServer::honest(
@@ -341,7 +336,7 @@ fn forged_responses_with_wrong_id_port_or_question_are_dropped() {
 /// answer's rank.
 #[test]
 fn out_of_bailiwick_records_are_never_cached() {
-    in_namespace(|| {
+    isolated_or_skip(|| {
         let dir = support::temp_dir("poison-bailiwick-");
         let tld_ip = Ipv4Addr::new(192, 0, 2, 2);
         let example_ip = Ipv4Addr::new(192, 0, 2, 10);
@@ -506,7 +501,7 @@ fn guesses(history: &[(u16, u16)], rng: &mut Rng) -> Vec<(u16, u16)> {
 /// in 40,000; with a fixed or sequential port and ID it wins at once.
 #[test]
 fn kaminsky_race_against_one_name_fails() {
-    in_namespace(|| {
+    isolated_or_skip(|| {
         let dir = support::temp_dir("poison-race-");
         let example_ip = Ipv4Addr::new(192, 0, 2, 2);
         let victim_ip = Ipv4Addr::new(192, 0, 2, 3);
@@ -650,7 +645,7 @@ fn kaminsky_race_against_one_name_fails() {
 /// from other.com's (via com.), and the attacker's server never be asked.
 #[test]
 fn lying_referral_for_a_sibling_zone_is_not_believed() {
-    in_namespace(|| {
+    isolated_or_skip(|| {
         let dir = support::temp_dir("poison-sibling-");
         let tld_ip = Ipv4Addr::new(192, 0, 2, 2);
         let example_ip = Ipv4Addr::new(192, 0, 2, 10);
